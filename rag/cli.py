@@ -1,0 +1,150 @@
+"""The `rag` command: a thin layer over the library that turns errors into one-line
+messages, draws progress and renders results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from .errors import RagError, UsageError
+
+err = Console(stderr=True)
+out = Console()
+
+
+def common(fn):
+    """Options every command takes, and the edge where errors become one line."""
+
+    @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+                  envvar="RAG_DATA_DIR", help="Index folder (default: a per-user data folder).")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+    @wraps(fn)
+    def wrapper(*args, data_dir, as_json, **kwargs):
+        try:
+            return fn(*args, settings=_settings(data_dir), as_json=as_json, **kwargs)
+        except RagError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            sys.exit(130)
+
+    return wrapper
+
+
+def _settings(data_dir: Path | None):
+    from pydantic import ValidationError
+
+    from .config import Settings
+
+    try:
+        return Settings(**({"data_dir": data_dir} if data_dir else {}))
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise UsageError(f"setting RAG_{str(first['loc'][0]).upper()}: {first['msg']}") from None
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool):
+    """Callbacks (start(total), advance(n)) that draw a bar on a terminal only."""
+    if not enabled or not err.is_terminal:
+        yield {}
+        return
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, transient=True) as p:
+        task = p.add_task(label, total=None)
+        yield {"start": lambda total: p.update(task, total=total),
+               "advance": lambda n: p.advance(task, n)}
+
+
+def _open_index(settings):
+    from .index import Index
+
+    return Index(settings)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rag-abstracts")
+def main():
+    """A local research assistant over paper abstracts, with citations."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--rebuild", is_flag=True, help="Drop the index and embed everything again.")
+@common
+def ingest(paths, rebuild, settings, as_json):
+    """Index abstracts from files or folders (default: the bundled seeds/).
+
+    Incremental: unchanged entries are skipped, edited ones replaced, entries no
+    longer in a re-read file removed."""
+    index = _open_index(settings)
+    with progress_bar("embedding chunks", not as_json) as cb:
+        report = index.ingest(list(paths), rebuild=rebuild, **cb)
+    for e in report.errors:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+    if as_json:
+        data = report.to_json()
+        data.pop("errors")
+        if report.errors:
+            data["errors"] = report.errors
+        click.echo(json.dumps(data))
+    else:
+        out.print(f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+                  f"removed {report.removed} — {report.entries} entries, {report.chunks} chunks "
+                  f"in {report.seconds:.1f} s")
+    if report.errors:
+        sys.exit(2)
+
+
+def _queries(query: str | None, queries: Path | None) -> list[str]:
+    if queries:
+        try:
+            lines = [q.strip() for q in queries.read_text(encoding="utf-8").splitlines()]
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read {queries}: {e}; give a UTF-8 file, one query per line") from None
+        lines = [q for q in lines if q]
+        if not lines:
+            raise UsageError(f"{queries} has no queries; put one query per line")
+        return lines
+    if not query or not query.strip():
+        raise UsageError('give a query, e.g. rag search "optimal transport", or --queries FILE')
+    return [query]
+
+
+@main.command()
+@click.argument("query", required=False)
+@click.option("--k", type=click.IntRange(1, 100), default=None, help="How many entries (default 5).")
+@click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run one query per line of this file.")
+@common
+def search(query, k, queries, settings, as_json):
+    """Find the entries that best match QUERY (dense + BM25, one row per entry)."""
+    qs = _queries(query, queries)
+    index = _open_index(settings)
+    with progress_bar("first run: indexing the bundled seeds", not as_json) as cb:
+        index.ensure_ingested(**cb)
+    for q in qs:
+        hits = index.search(q, k)
+        if as_json:
+            click.echo(json.dumps({"query": q, "results": [h.to_json() for h in hits]}))
+            continue
+        table = Table(title=q, title_justify="left", show_lines=True)
+        for col in ("#", "entry", "score", "source", "snippet"):
+            table.add_column(col, overflow="fold")
+        for h in hits:
+            table.add_row(str(h.rank), h.entry.label, f"{h.score:.2f}",
+                          f"{h.entry.source.path} #{h.entry.source.ordinal}", h.snippet)
+        out.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Settings: one object, every field described, each readable from a `RAG_*`
+environment variable and overridable by a CLI option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The bundled corpus; a wheel install carries it as package data under rag/seeds.
+DEFAULT_SEEDS = next(
+    (p for p in (PROJECT_ROOT / "seeds", Path(__file__).parent / "seeds") if p.is_dir()),
+    PROJECT_ROOT / "seeds",
+)
+PROMPTS_DIR = PROJECT_ROOT / "prompts"
+MODELS_DIR = PROJECT_ROOT / "models"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore")
+
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("rag-abstracts")),
+        description="Where the index (Chroma files, BM25 cache) lives.",
+    )
+    chroma_url: str = Field("", description="URL of a Chroma server; empty: embedded store.")
+    collection: str = Field("abstracts", description="Name of the collection in the store.")
+    seeds: Path = Field(DEFAULT_SEEDS, description="Corpus ingested when the index is empty.")
+    model: str = Field("", description="Path to a GGUF chat model; empty: the first found.")
+    llm_url: str = Field("", description="OpenAI-compatible server URL (later work).")
+    k: int = Field(5, ge=1, le=100, description="How many entries a search returns.")
+    chunk_tokens: int = Field(
+        200, ge=32, le=256,
+        description="Word pieces per chunk; MiniLM truncates at 256, so stay below.")
+    overlap_sentences: int = Field(1, ge=0, le=3, description="Sentences shared by neighbours.")

@@ -1,0 +1,58 @@
+"""The one exception tree of the project.
+
+Every error a user can cause or fix derives from :class:`RagError`. Its message is
+one line that says what went wrong and what to do next; the CLI prints exactly that
+line (no traceback) and exits with ``exit_code``.
+
+    RagError
+    ├── InputError          a corpus file is empty, binary or malformed
+    ├── IndexMismatchError  the index was built with another embedder or chunker
+    ├── StoreError          the vector store cannot be opened or written
+    ├── ModelError          the embedding or chat model cannot be found or loaded
+    ├── PromptError         a prompt template is missing or lacks a placeholder
+    └── UsageError          a command was called with arguments that cannot work
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base of every error the CLI turns into a one-line message."""
+
+    exit_code = 1
+
+
+class InputError(RagError):
+    """A corpus file (or a position in it) cannot be read; other files still ingest."""
+
+    exit_code = 2
+
+
+class IndexMismatchError(RagError):
+    """The stored index does not match the current embedder or chunker."""
+
+    exit_code = 3
+
+
+class StoreError(RagError):
+    """The vector store cannot be opened, reached or written."""
+
+    exit_code = 4
+
+
+class ModelError(RagError):
+    """A model file is missing, truncated or not loadable."""
+
+    exit_code = 5
+
+
+class PromptError(RagError):
+    """A prompt template is missing or lacks a required placeholder."""
+
+    exit_code = 6
+
+
+class UsageError(RagError):
+    """Arguments that cannot work together or point at nothing."""
+
+    exit_code = 2

@@ -1,0 +1,79 @@
+"""Hybrid retrieval: dense chunk hits and BM25 fused, folded to entries, scored.
+
+Each candidate entry gets three signals: ``dense`` (cosine of its best chunk),
+``bm25`` (relative to the query's best BM25 score) and ``coverage`` (the idf share of
+the query's terms that occur in the entry, comparable across queries). A logistic
+model over them, fitted on the dev half of ``eval/questions.jsonl`` by
+``bench/calibrate.py``, gives both the ranking and a relevance score in [0, 1] that
+reads as "probability this entry answers the question".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lexical import LexicalIndex, terms
+from .records import Hit
+from .text import sentences
+
+# Fitted by bench/calibrate.py (logistic regression, dev split); see its output.
+WEIGHTS = {"bias": -9.0, "dense": 12.0, "bm25": 2.0, "coverage": 3.0}
+
+_DENSE_POOL = 40  # chunk neighbours asked of the store per query
+_LEXICAL_POOL = 20  # BM25 top entries added to the candidates
+
+
+@dataclass(frozen=True)
+class Candidate:
+    entry_id: str
+    dense: float
+    bm25: float
+    coverage: float
+    chunk: str
+
+    def logit(self, w: dict[str, float] = WEIGHTS) -> float:
+        return (w["bias"] + w["dense"] * self.dense + w["bm25"] * self.bm25
+                + w["coverage"] * self.coverage)
+
+
+def candidates(store, lexical: LexicalIndex, qvec: np.ndarray, query: str) -> list[Candidate]:
+    """Every entry that either signal puts near the top, with all three signals."""
+    best: dict[str, tuple[float, str]] = {}
+    for h in store.query_chunks(qvec, _DENSE_POOL):
+        if h.entry_id not in best or h.similarity > best[h.entry_id][0]:
+            best[h.entry_id] = (h.similarity, h.text)
+    bm25 = lexical.scores(query)
+    row_of = {e: r for r, e in enumerate(lexical.ids)}
+    top_lex = [lexical.ids[r] for r in np.argsort(-bm25)[:_LEXICAL_POOL] if bm25[r] > 0]
+    missing = [e for e in top_lex if e not in best]
+    for e, h in store.chunk_similarities(qvec, missing).items():
+        best[e] = (h.similarity, h.text)
+    ids = [e for e in best if e in row_of]
+    rows = [row_of[e] for e in ids]
+    top = float(bm25.max()) if len(bm25) else 0.0
+    cover = lexical.coverage(query, rows)
+    return [Candidate(e, best[e][0], float(bm25[r]) / top if top > 0 else 0.0, c, best[e][1])
+            for e, r, c in zip(ids, rows, cover)]
+
+
+def score(c: Candidate) -> float:
+    return 1.0 / (1.0 + math.exp(-c.logit()))
+
+
+def snippet(chunk: str, query: str, limit: int = 300) -> str:
+    """The sentence of the matching chunk that shares most of the query's terms."""
+    q = set(terms(query))
+    sents = sentences(chunk) or [chunk]
+    best = max(sents, key=lambda s: len(q & set(terms(s))))
+    return best if len(best) <= limit else best[: limit - 1].rstrip() + "…"
+
+
+def rank(store, lexical: LexicalIndex, qvec: np.ndarray, query: str, k: int) -> list[Hit]:
+    cands = sorted(candidates(store, lexical, qvec, query), key=lambda c: -c.logit())[:k]
+    entries = {e.id: e for e in store.entries([c.entry_id for c in cands])}
+    return [Hit(entry=entries[c.entry_id], score=score(c), dense=c.dense, lexical=c.bm25,
+                snippet=snippet(c.chunk, query), rank=i)
+            for i, c in enumerate(cands, 1) if c.entry_id in entries]

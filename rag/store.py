@@ -1,0 +1,213 @@
+"""The vector store: the only module that imports chromadb.
+
+Two collections per index: ``<name>_chunks`` (one vector per chunk, the dense search
+space) and ``<name>_entries`` (one row per entry: full text, metadata, and the mean of
+its chunk vectors, used to group entries by theme). The entries collection's metadata
+records what built the index (embedding model, dimension, chunker) and a revision
+that changes on every write, so caches derived from the index know when to rebuild.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import IndexMismatchError, StoreError
+from .records import Chunk, Entry
+
+# Chroma's own telemetry and default embedding function are never used: set before
+# chromadb is imported.
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import chromadb  # noqa: E402
+from chromadb.config import Settings as ChromaSettings  # noqa: E402
+
+_BATCH = 1000  # below every Chroma build's max_batch_size
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What built an index; two indexes are compatible when these are equal."""
+
+    embed_model: str
+    embed_dim: int
+    chunker: str
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    entry_id: str
+    text: str
+    similarity: float  # cosine similarity in [-1, 1]
+
+
+def _client(data_dir: Path):
+    # Chroma keeps one system per path and refuses a second with other settings, so
+    # every client in this process is made here with the same ones.
+    return chromadb.PersistentClient(path=str(data_dir / "chroma"),
+                                     settings=ChromaSettings(anonymized_telemetry=False))
+
+
+def _rebuild_hint(data: str) -> str:
+    return f"rebuild it with: rag ingest --rebuild{data}"
+
+
+class Store:
+    """One index in an embedded Chroma directory (or, later, a Chroma server)."""
+
+    def __init__(self, data_dir: Path, name: str, info: IndexInfo):
+        self.info = info
+        self.name = name
+        self._data_dir = data_dir
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self._client = _client(data_dir)
+            self._entries = self._client.get_or_create_collection(
+                f"{name}_entries", embedding_function=None,
+                metadata={"hnsw:space": "cosine", **self._info_meta()})
+            self._chunks = self._client.get_or_create_collection(
+                f"{name}_chunks", embedding_function=None, metadata={"hnsw:space": "cosine"})
+        except (OSError, ValueError) as e:
+            raise StoreError(f"cannot open the index in {data_dir}: {e}; "
+                             "check the folder's permissions or pass another --data-dir") from None
+        except Exception as e:  # chromadb raises its own untyped errors for corrupt files
+            raise StoreError(f"cannot open the index in {data_dir}: {type(e).__name__}: {e}; "
+                             f"{_rebuild_hint('')}") from None
+        self._check_info()
+
+    # -- what built the index ---------------------------------------------------
+    def _info_meta(self) -> dict:
+        return {"embed_model": self.info.embed_model, "embed_dim": self.info.embed_dim,
+                "chunker": self.info.chunker, "revision": uuid.uuid4().hex}
+
+    def _check_info(self) -> None:
+        meta = self._entries.metadata or {}
+        stored = IndexInfo(str(meta.get("embed_model")), int(meta.get("embed_dim") or 0),
+                           str(meta.get("chunker")))
+        if stored != self.info:
+            data = f" --data-dir {self._data_dir}"
+            if stored.embed_model != self.info.embed_model or stored.embed_dim != self.info.embed_dim:
+                what = (f"embedding model {stored.embed_model} ({stored.embed_dim} dims), "
+                        f"not {self.info.embed_model} ({self.info.embed_dim} dims)")
+            else:
+                what = f"chunker {stored.chunker}, not {self.info.chunker}"
+            raise IndexMismatchError(f"the index in {self._data_dir} was built with {what}; "
+                                     f"{_rebuild_hint(data)}")
+
+    @property
+    def revision(self) -> str:
+        return str((self._entries.metadata or {}).get("revision", ""))
+
+    def _touch(self) -> None:
+        meta = dict(self._entries.metadata or {})
+        meta["revision"] = uuid.uuid4().hex
+        meta.pop("hnsw:space", None)  # fixed at creation; Chroma refuses to modify it
+        self._entries.modify(metadata=meta)
+
+    @staticmethod
+    def drop(data_dir: Path, name: str) -> None:
+        """Delete an index without opening it (it may have been built differently)."""
+        client = _client(data_dir)
+        for suffix in ("_entries", "_chunks"):
+            try:
+                client.delete_collection(f"{name}{suffix}")
+            except Exception:
+                pass  # not there: nothing to drop
+
+    # -- reading ----------------------------------------------------------------
+    def count(self) -> int:
+        return self._entries.count()
+
+    def ids_by_path(self) -> dict[str, dict[str, int]]:
+        """{path: {entry id: ordinal}} of everything stored."""
+        out: dict[str, dict[str, int]] = {}
+        got = self._entries.get(include=["metadatas"])
+        for id_, meta in zip(got["ids"], got["metadatas"]):
+            out.setdefault(str(meta["path"]), {})[id_] = int(meta["ordinal"])
+        return out
+
+    def entries(self, ids: Sequence[str] | None = None) -> list[Entry]:
+        """Entries by id (in the order asked), or all of them in source order."""
+        got = self._entries.get(ids=list(ids) if ids is not None else None,
+                                include=["documents", "metadatas"])
+        found = {i: Entry.from_metadata(i, d, m)
+                 for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
+        if ids is not None:
+            return [found[i] for i in ids if i in found]
+        return sorted(found.values(), key=lambda e: (e.source.path, e.source.ordinal))
+
+    def entry_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        got = self._entries.get(ids=list(ids), include=["embeddings"])
+        pos = {i: k for k, i in enumerate(got["ids"])}
+        return np.asarray([got["embeddings"][pos[i]] for i in ids], dtype=np.float32)
+
+    def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkHit]:
+        n = min(n, self._chunks.count())
+        if n == 0:
+            return []
+        res = self._chunks.query(query_embeddings=[vector.tolist()], n_results=n,
+                                 include=["documents", "metadatas", "distances"])
+        return [ChunkHit(str(m["entry_id"]), d, 1.0 - float(dist))
+                for d, m, dist in zip(res["documents"][0], res["metadatas"][0], res["distances"][0])]
+
+    def chunk_similarities(self, vector: np.ndarray, entry_ids: Sequence[str]) -> dict[str, ChunkHit]:
+        """Best-matching chunk of each given entry (for entries that keyword search
+        found but the nearest-neighbour query did not reach)."""
+        out: dict[str, ChunkHit] = {}
+        if not entry_ids:
+            return out
+        got = self._chunks.get(where={"entry_id": {"$in": list(entry_ids)}},
+                               include=["documents", "metadatas", "embeddings"])
+        sims = np.asarray(got["embeddings"], dtype=np.float32) @ vector
+        for d, m, s in zip(got["documents"], got["metadatas"], sims):
+            e = str(m["entry_id"])
+            if e not in out or s > out[e].similarity:
+                out[e] = ChunkHit(e, d, float(s))
+        return out
+
+    def chunk_count(self) -> int:
+        return self._chunks.count()
+
+    # -- writing ----------------------------------------------------------------
+    def add(self, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Add entries with their chunks and chunk vectors (rows in chunk order)."""
+        by_entry: dict[str, list[int]] = {}
+        for row, c in enumerate(chunks):
+            by_entry.setdefault(c.entry_id, []).append(row)
+        means = []
+        for e in entries:
+            m = vectors[by_entry[e.id]].mean(axis=0)
+            means.append(m / (np.linalg.norm(m) or 1.0))
+        for a in range(0, len(chunks), _BATCH):
+            part = chunks[a:a + _BATCH]
+            self._chunks.upsert(ids=[c.id for c in part], embeddings=vectors[a:a + _BATCH],
+                                documents=[c.text for c in part],
+                                metadatas=[{"entry_id": c.entry_id, "index": c.index} for c in part])
+        for a in range(0, len(entries), _BATCH):
+            part = entries[a:a + _BATCH]
+            self._entries.upsert(ids=[e.id for e in part], embeddings=np.asarray(means[a:a + _BATCH]),
+                                 documents=[e.text for e in part],
+                                 metadatas=[e.metadata() for e in part])
+        self._touch()
+
+    def update_metadata(self, entries: Iterable[Entry]) -> None:
+        entries = list(entries)
+        for a in range(0, len(entries), _BATCH):
+            part = entries[a:a + _BATCH]
+            self._entries.update(ids=[e.id for e in part], metadatas=[e.metadata() for e in part])
+        if entries:
+            self._touch()
+
+    def delete(self, entry_ids: Sequence[str]) -> None:
+        ids = list(entry_ids)
+        for a in range(0, len(ids), _BATCH):
+            part = ids[a:a + _BATCH]
+            self._chunks.delete(where={"entry_id": {"$in": part}})
+            self._entries.delete(ids=part)
+        if ids:
+            self._touch()

@@ -1,0 +1,58 @@
+"""Plain-text helpers shared by chunking, lexical search and verification:
+sentence splitting, word tokens, and the 'specific terms' of a sentence."""
+
+from __future__ import annotations
+
+import re
+
+_ABBREV = r"(?<!\be\.g)(?<!\bi\.e)(?<!\bet al)(?<!\bvs)(?<!\bFig)(?<!\bEq)(?<!\betc)(?<!\bcf)(?<!\bresp)(?<!\bapprox)(?<!\bNo)"
+# A sentence ends at . ! ? (optionally closed by a quote or bracket) followed by space
+# and something that can start a sentence. Decimals ("1.08-bit") never match because
+# no space follows the dot.
+_SENT_END = re.compile(_ABBREV + r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-+.]*[A-Za-z0-9+]|[A-Za-z0-9]")
+
+STOPWORDS = frozenset("""
+a an and are as at be been being but by can could did do does doing for from had has
+have how i if in into is it its itself may might more most of on or our ours paper
+papers such than that the their them then there these they this those through to
+under up was we were what when where which while who whom why will with would you
+your about any also between both each few other some same so very work works study
+studies propose proposed approach method methods using use used based show shows
+there's is there any all across over via new novel existing researchers research
+""".split())
+
+
+def sentences(text: str) -> list[str]:
+    """Split an abstract into sentences; keeps every character but whitespace."""
+    parts = [s.strip() for s in _SENT_END.split(text.strip())]
+    return [p for p in parts if p]
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (hyphenated and dotted terms kept whole)."""
+    return [w.lower().rstrip(".") for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+# Numbers ("1.08", "30%", "7B"), acronyms ("LLM", "PDEs") and CamelCase or mixed
+# names ("BiLLM", "AnyTool", "GPT-4"): the things a small model invents.
+_SPECIFIC = re.compile(
+    r"\b\d+(?:[.,]\d+)*(?:%|x|×|[kKmMbB]\b)?"
+    r"|\b[A-Za-z]*[A-Z][a-z]*[A-Z][A-Za-z0-9\-]*\b"
+    r"|\b[A-Z]{2,}[a-z]?s?\b"
+    r"|\b[A-Za-z]+-\d+[A-Za-z0-9]*\b"
+)
+
+
+def specific_terms(text: str) -> set[str]:
+    """Numbers, acronyms and named methods occurring in ``text``."""
+    out = set()
+    for m in _SPECIFIC.finditer(text):
+        term = m.group(0).strip()
+        if term and not term.isdigit() or (term.isdigit() and len(term) > 0):
+            out.add(term)
+    return out

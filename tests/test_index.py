@@ -1,0 +1,95 @@
+"""Ingest and search with the real embedder and a real on-disk Chroma store."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rag.config import Settings
+from rag.errors import IndexMismatchError
+from rag.index import Index
+from rag.store import IndexInfo, Store
+
+FILE = "003_635826d5ffaa2f6c.txt"
+
+
+def _paragraphs(path):
+    return re.split(r"\n\s*\n", path.read_text().strip())
+
+
+def _write(path, paragraphs):
+    path.write_text("\n\n".join(paragraphs) + "\n")
+
+
+def test_ingest_is_incremental_and_idempotent(settings, seeds_copy, embedder):
+    index = Index(settings, embedder=embedder)
+    first = index.ingest([seeds_copy])
+    assert (first.added, first.updated, first.removed, first.entries) == (57, 0, 0, 57)
+    assert first.chunks > 57  # long abstracts are split
+
+    again = index.ingest([seeds_copy])
+    assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 57, 0)
+    assert again.chunks == first.chunks
+
+    # Edit one abstract: exactly one replaced, at the same position.
+    paras = _paragraphs(seeds_copy / FILE)
+    paras[10] = paras[10].replace("BiLLM", "BiLLM-2")
+    _write(seeds_copy / FILE, paras)
+    edited = index.ingest([seeds_copy])
+    assert (edited.added, edited.updated, edited.unchanged, edited.removed) == (0, 1, 56, 0)
+    assert any("BiLLM-2" in e.text for e in index.store.entries())
+
+    # Remove one abstract: one removed, later ones renumbered without re-embedding.
+    del paras[3]
+    _write(seeds_copy / FILE, paras)
+    removed = index.ingest([seeds_copy])
+    assert (removed.added, removed.updated, removed.unchanged, removed.removed) == (0, 0, 56, 1)
+    ordinals = sorted(e.source.ordinal for e in index.store.entries() if e.source.path == FILE)
+    assert ordinals == list(range(1, 19))
+
+    # A reopened index (new process) sees the same state.
+    assert Index(settings, embedder=embedder).store.count() == 56
+
+
+def test_bad_file_is_reported_and_nothing_stored_is_lost(settings, seeds_copy, embedder):
+    index = Index(settings, embedder=embedder)
+    index.ingest([seeds_copy])
+    (seeds_copy / FILE).write_bytes(b"\x00\x01binary now")
+    (seeds_copy / "new.jsonl").write_text('{"title": "New paper", "abstract": "We study tiny things."}\n')
+    report = index.ingest([seeds_copy])
+    assert report.errors == [f"{FILE}: binary file, not text; give a .txt, .jsonl, .csv or .bib file"]
+    assert (report.added, report.removed, report.entries) == (1, 0, 58)
+
+
+def test_other_embedding_model_is_a_clear_error(settings, embedder):
+    Index(settings, embedder=embedder).store  # creates the index
+    with pytest.raises(IndexMismatchError) as e:
+        Store(settings.data_dir, settings.collection, IndexInfo("other/model", 768, "x"))
+    msg = str(e.value)
+    assert "other/model" not in msg or "not other/model" in msg
+    assert "rag ingest --rebuild" in msg and "\n" not in msg
+
+
+def test_rebuild_replaces_an_index_built_differently(settings, seeds_copy, embedder):
+    Store(settings.data_dir, settings.collection, IndexInfo("other/model", 768, "x"))
+    report = Index(settings, embedder=embedder).ingest([seeds_copy], rebuild=True)
+    assert report.entries == 57
+
+
+def test_search_folds_chunks_to_entries_and_scores_in_unit_range(seeded_index):
+    hits = seeded_index.search("1-bit post-training quantization of large language models", k=10)
+    assert hits[0].entry.label == "BiLLM"
+    assert len({h.entry.id for h in hits}) == len(hits) == 10
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_exact_method_name_finds_its_paper(seeded_index):
+    for name in ("AnyTool", "DiCo", "R-UCBE", "clawNOs", "MAgg"):
+        assert seeded_index.search(name, k=1)[0].entry.label == name
+
+
+def test_unrelated_query_scores_low(seeded_index):
+    hits = seeded_index.search("recipes for sourdough bread baking", k=3)
+    assert hits[0].score < 0.3

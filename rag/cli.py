@@ -12,7 +12,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.markup import escape
+from rich.padding import Padding
+from rich.text import Text
 
 from .errors import RagError, UsageError
 
@@ -77,6 +79,18 @@ def main():
     """A local research assistant over paper abstracts, with citations."""
 
 
+def print_hits(title: str, hits) -> None:
+    out.print(f"[bold]{escape(title)}[/]")
+    if not hits:
+        out.print("  (the index is empty: run rag ingest)")
+    for h in hits:
+        src = h.entry.source
+        out.print(f"[bold cyan]{h.rank:>2}.[/] [bold]{escape(h.entry.label)}[/]  "
+                  f"[green]{h.score:.2f}[/]  [dim]{escape(src.path)} #{src.ordinal}[/]", highlight=False)
+        out.print(Padding(Text(h.snippet, style="dim"), (0, 0, 0, 5)))
+    out.print()
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--rebuild", is_flag=True, help="Drop the index and embed everything again.")
@@ -137,13 +151,7 @@ def search(query, k, queries, settings, as_json):
         if as_json:
             click.echo(json.dumps({"query": q, "results": [h.to_json() for h in hits]}))
             continue
-        table = Table(title=q, title_justify="left", show_lines=True)
-        for col in ("#", "entry", "score", "source", "snippet"):
-            table.add_column(col, overflow="fold")
-        for h in hits:
-            table.add_row(str(h.rank), h.entry.label, f"{h.score:.2f}",
-                          f"{h.entry.source.path} #{h.entry.source.ordinal}", h.snippet)
-        out.print(table)
+        print_hits(q, hits)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     llm_url: str = Field("", description="OpenAI-compatible server URL (later work).")
     k: int = Field(5, ge=1, le=100, description="How many entries a search returns.")
     chunk_tokens: int = Field(
-        200, ge=32, le=256,
-        description="Word pieces per chunk; MiniLM truncates at 256, so stay below.")
+        96, ge=32, le=254,
+        description="Word pieces per chunk (MiniLM truncates at 256). Short windows of "
+                    "2-4 sentences retrieve better than whole abstracts (bench/calibrate.py).")
     overlap_sentences: int = Field(1, ge=0, le=3, description="Sentences shared by neighbours.")

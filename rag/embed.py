@@ -67,6 +67,9 @@ class Embedder:
     def _model(self):
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        # Loading bars and notices from transformers would garble our own output.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         try:
             from sentence_transformers import SentenceTransformer
 

@@ -78,6 +78,9 @@ class LexicalIndex:
             return np.zeros(len(self.ids), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(q), dtype=np.float32)
 
+    def idf(self, term: str) -> float:
+        return self._idf.get(term, 0.0)
+
     def coverage(self, query: str, rows: list[int]) -> list[float]:
         """Share of the query's idf mass found in each given entry, in [0, 1]. Terms
         unknown to the collection weigh the most, so a query about something absent

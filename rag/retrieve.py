@@ -20,7 +20,7 @@ from .records import Hit
 from .text import sentences
 
 # Fitted by bench/calibrate.py (logistic regression, dev split); see its output.
-WEIGHTS = {"bias": -9.0, "dense": 12.0, "bm25": 2.0, "coverage": 3.0}
+WEIGHTS = {"bias": -9.803, "dense": 14.299, "bm25": 0.596, "coverage": 4.766}
 
 _DENSE_POOL = 40  # chunk neighbours asked of the store per query
 _LEXICAL_POOL = 20  # BM25 top entries added to the candidates
@@ -63,11 +63,11 @@ def score(c: Candidate) -> float:
     return 1.0 / (1.0 + math.exp(-c.logit()))
 
 
-def snippet(chunk: str, query: str, limit: int = 300) -> str:
-    """The sentence of the matching chunk that shares most of the query's terms."""
+def snippet(chunk: str, query: str, lexical: LexicalIndex, limit: int = 300) -> str:
+    """The sentence of the matching chunk that shares the rarest of the query's terms."""
     q = set(terms(query))
     sents = sentences(chunk) or [chunk]
-    best = max(sents, key=lambda s: len(q & set(terms(s))))
+    best = max(sents, key=lambda s: sum(lexical.idf(t) for t in q & set(terms(s))))
     return best if len(best) <= limit else best[: limit - 1].rstrip() + "…"
 
 
@@ -75,5 +75,5 @@ def rank(store, lexical: LexicalIndex, qvec: np.ndarray, query: str, k: int) -> 
     cands = sorted(candidates(store, lexical, qvec, query), key=lambda c: -c.logit())[:k]
     entries = {e.id: e for e in store.entries([c.entry_id for c in cands])}
     return [Hit(entry=entries[c.entry_id], score=score(c), dense=c.dense, lexical=c.bm25,
-                snippet=snippet(c.chunk, query), rank=i)
+                snippet=snippet(c.chunk, query, lexical), rank=i)
             for i, c in enumerate(cands, 1) if c.entry_id in entries]

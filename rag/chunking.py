@@ -13,7 +13,7 @@ from typing import Callable
 from .records import Chunk, Entry
 from .text import sentences
 
-VERSION = "sentences-v1"
+VERSION = "sentences-v2"
 
 TokenCounter = Callable[[str], int]
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.markdown import Markdown
 from rich.markup import escape
+from rich.table import Table as Table_
 from rich.padding import Padding
 from rich.text import Text
 
@@ -152,6 +154,121 @@ def search(query, k, queries, settings, as_json):
             click.echo(json.dumps({"query": q, "results": [h.to_json() for h in hits]}))
             continue
         print_hits(q, hits)
+
+
+def _answerer(settings, model: str | None):
+    from .answer import Answerer
+    from .llm import load_model
+    from .prompts import load
+
+    prompts = load()  # checked before anything slow happens
+    index = _open_index(settings)
+    with progress_bar("first run: indexing the bundled seeds", True) as cb:
+        index.ensure_ingested(**cb)
+    return Answerer(index, load_model(model or settings.model), prompts)
+
+
+def references(ans) -> str:
+    return "\n".join(f"[{n}] {e.label} — {e.venue or 'no venue'}, {e.source.path} #{e.source.ordinal}"
+                      for n, e in sorted(ans.cited.items()))
+
+
+def print_answer_live(answerer, question: str, k: int | None):
+    """Stream the model's draft on a terminal; print each verified sentence as it is
+    settled, then the references."""
+    from rich.live import Live
+
+    draft: list[str] = []
+    with Live(Text(""), console=out, transient=True, refresh_per_second=12,
+              auto_refresh=out.is_terminal) as live:
+        def on_token(tok: str) -> None:
+            draft.append(tok)
+            live.update(Text("".join(draft)[-400:], style="dim italic"))
+
+        def on_sentence(sentence) -> None:
+            draft.clear()
+            live.update(Text(""))
+            live.console.print(Markdown(sentence.render()))
+
+        ans = answerer.ask(question, k, on_token=on_token, on_sentence=on_sentence)
+    if ans.interrupted:
+        out.print("[yellow](stopped)[/]")
+    if ans.cited:
+        out.print(Text("\n" + references(ans), style="cyan"))
+    if ans.refused and not ans.cited:
+        print_hits("Closest entries", ans.retrieved[:3])
+    return ans
+
+
+@main.command()
+@click.argument("question", required=False)
+@click.option("--k", type=click.IntRange(1, 20), default=None, help="Entries to retrieve (default 5).")
+@click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
+              help="Answer one question per line of this file.")
+@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file (default: SmolLM2-135M).")
+@common
+def ask(question, k, queries, model, settings, as_json):
+    """Answer QUESTION from the collection; every sentence cites its entries."""
+    qs = _queries(question, queries)
+    answerer = _answerer(settings, model)
+    for q in qs:
+        if as_json:
+            click.echo(json.dumps(answerer.ask(q, k).to_json()))
+        else:
+            if len(qs) > 1:
+                out.rule(q)
+            print_answer_live(answerer, q, k)
+
+
+@main.command(name="eval")
+@click.argument("questions", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--retrieval-only", is_flag=True, help="Skip generation (fast).")
+@click.option("--split", type=click.Choice(["dev", "test", "all"]), default="all",
+              help="Which part of the question set (test: held out from tuning).")
+@click.option("--k", type=click.IntRange(1, 50), default=None, help="Entries to retrieve.")
+@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file.")
+@common
+def evaluate(questions, retrieval_only, split, k, model, settings, as_json):
+    """Run a question set through the pipeline and print its metrics per kind."""
+    from .evaluate import Table, answer_metrics, load_questions, retrieval_metrics
+
+    qs = load_questions(questions, split)
+    if retrieval_only:
+        index = _open_index(settings)
+        index.ensure_ingested()
+        answerer = None
+    else:
+        answerer = _answerer(settings, model)
+        index = answerer.index
+    table = Table()
+    with progress_bar("evaluating", not as_json) as cb:
+        cb.get("start", lambda n: None)(len(qs))
+        for q in qs:
+            if answerer:
+                ans = answerer.ask(q.question, k)
+                hits, metrics = ans.retrieved, answer_metrics(q, ans)
+            else:
+                from .answer import REFUSE_BELOW
+
+                hits = index.search(q.question, max(k or 10, 10))
+                metrics = {"declined": float(not hits or hits[0].score < REFUSE_BELOW)}
+            if q.gold:
+                metrics |= retrieval_metrics(q, index.search(q.question, 10) if answerer else hits)
+            table.add(q, metrics)
+            cb.get("advance", lambda n: None)(1)
+    summary = table.summary()
+    if as_json:
+        click.echo(json.dumps({"questions": str(questions), "split": split, "metrics": summary}))
+        return
+    cols = sorted({c for row in summary.values() for c in row} - {"n"})
+    t = Table_(title=f"{questions} ({split})", title_justify="left")
+    t.add_column("kind")
+    t.add_column("n", justify="right")
+    for c in cols:
+        t.add_column(c.replace("citation_", "cite_"), justify="right")
+    for g, row in summary.items():
+        t.add_row(g, str(row["n"]), *(f"{row[c]:.3f}" if c in row else "" for c in cols))
+    out.print(t)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,14 @@ reported per kind and per base kind.
 
 Retrieval metrics: recall@1/5/10 (share of gold entries in the top n, averaged over
 questions with gold) and MRR (reciprocal rank of the first gold entry).
+
+Answer metrics: citation validity (share of cited entries that were retrieved),
+citation precision (share of cited entries that are gold) and recall (share of gold
+entries cited), declined (answers flagged ``refused``: wanted on unanswerable kinds,
+a false refusal on the others), facts (share of ``answer_facts`` found in the
+answer: a fact counts when every one of its normalised tokens occurs among the
+answer's; tokens are lower-cased alphanumeric runs, plural "s" folded), and latency
+percentiles (first token, total).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .records import Hit
+from .text import words
 
 
 @dataclass(frozen=True)
@@ -81,5 +90,50 @@ class Table:
                 self.rows[group][k].append(v)
 
     def summary(self) -> dict[str, dict[str, float]]:
-        return {g: {k: round(statistics.fmean(v), 4) for k, v in m.items()} | {"n": max(len(v) for v in m.values())}
-                for g, m in sorted(self.rows.items())}
+        """Mean of every metric per group; latencies as p50 and p90 instead."""
+        out = {}
+        for g, m in sorted(self.rows.items()):
+            row: dict[str, float] = {"n": max(len(v) for v in m.values())}
+            for k, v in m.items():
+                if k.endswith("_s"):
+                    row[f"{k[:-2]}_p50_s"] = round(percentile(v, 50), 3)
+                    row[f"{k[:-2]}_p90_s"] = round(percentile(v, 90), 3)
+                else:
+                    row[k] = round(statistics.fmean(v), 4)
+            out[g] = row
+        return out
+
+
+def _tokens(text: str) -> set[str]:
+    out = set()
+    for w in words(text):
+        for t in [w] + w.split("-"):
+            out.add(t[:-1] if len(t) > 3 and t.endswith("s") else t)
+    return out
+
+
+def fact_share(facts: tuple[str, ...], answer: str) -> float:
+    have = _tokens(answer)
+    return sum(_tokens(f) <= have for f in facts) / len(facts)
+
+
+def answer_metrics(q: Question, ans) -> dict[str, float]:
+    """Per-question answer metrics; ``ans`` is an :class:`rag.answer.Answer`."""
+    retrieved = {h.entry.id for h in ans.retrieved}
+    cited = {(e.source.path, e.source.ordinal): e.id for e in ans.cited.values()}
+    out: dict[str, float] = {"declined": float(ans.refused),
+                             "first_token_s": ans.timings.get("first_token_s", 0.0),
+                             "total_s": ans.timings.get("total_s", 0.0)}
+    if cited:
+        out["citation_validity"] = sum(i in retrieved for i in cited.values()) / len(cited)
+    if q.gold:
+        if cited:
+            out["citation_precision"] = len(q.gold & set(cited)) / len(cited)
+        out["citation_recall"] = len(q.gold & set(cited)) / len(q.gold)
+        if q.answer_facts:
+            out["facts"] = fact_share(q.answer_facts, ans.text)
+    return out
+
+
+def percentile(values: list[float], p: float) -> float:
+    return float(statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1]) if len(values) > 1 else (values[0] if values else 0.0)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-_ABBREV = r"(?<!\be\.g)(?<!\bi\.e)(?<!\bet al)(?<!\bvs)(?<!\bFig)(?<!\bEq)(?<!\betc)(?<!\bcf)(?<!\bresp)(?<!\bapprox)(?<!\bNo)"
+# Checked at the split point, so each abbreviation includes its final dot.
+_ABBREV = "".join(rf"(?<!\b{a}\.)" for a in (r"e\.g", r"i\.e", "et al", "vs", "Fig", "Eq", "cf",
+                                              "resp", "approx", "No", "Sec", "Ref"))
 # A sentence ends at . ! ? (optionally closed by a quote or bracket) followed by space
 # and something that can start a sentence. Decimals ("1.08-bit") never match because
 # no space follows the dot.
@@ -41,18 +43,13 @@ def content_words(text: str) -> list[str]:
 # Numbers ("1.08", "30%", "7B"), acronyms ("LLM", "PDEs") and CamelCase or mixed
 # names ("BiLLM", "AnyTool", "GPT-4"): the things a small model invents.
 _SPECIFIC = re.compile(
-    r"\b\d+(?:[.,]\d+)*(?:%|x|×|[kKmMbB]\b)?"
-    r"|\b[A-Za-z]*[A-Z][a-z]*[A-Z][A-Za-z0-9\-]*\b"
-    r"|\b[A-Z]{2,}[a-z]?s?\b"
-    r"|\b[A-Za-z]+-\d+[A-Za-z0-9]*\b"
+    r"\b\d+(?:[.,]\d+)*(?:%|x|×|[kKmMbB]\b)?"          # numbers, sizes
+    r"|\b[A-Za-z]*[A-Z][a-z]*[A-Z][A-Za-z0-9\-]*\b"     # CamelCase and acronyms
+    r"|\b[A-Z]{2,}[a-z]?s?\b"                          # acronyms with plural
+    r"|\b[A-Za-z]+-?\d+[A-Za-z0-9]*\b"                # C4, L2, GPT-4, ResNet50
 )
 
 
 def specific_terms(text: str) -> set[str]:
     """Numbers, acronyms and named methods occurring in ``text``."""
-    out = set()
-    for m in _SPECIFIC.finditer(text):
-        term = m.group(0).strip()
-        if term and not term.isdigit() or (term.isdigit() and len(term) > 0):
-            out.add(term)
-    return out
+    return {m.group(0) for m in _SPECIFIC.finditer(text)}

@@ -1,0 +1,260 @@
+"""Cited answers in which the code, not the model, owns the citations.
+
+1. Retrieve; when the best relevance score is below ``REFUSE_BELOW`` the collection
+   does not cover the question: say so, list the closest entries, call no model.
+2. Near miss: when the question names specifics (a dataset, a number, a model) that
+   none of the kept entries contains, say that the top paper's abstract does not
+   report them, citing it, instead of answering around the gap.
+3. Evidence: for each kept entry, the model answers from that entry alone (short
+   context, one source); the code attributes the statement to the entry.
+4. Verification: every generated sentence is checked against its source
+   (rag/verify.py); a failing one is replaced by the source sentence closest to
+   the question, quoted; citations can only name retrieved entries.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .index import Index
+from .llm import ChatModel
+from .prompts import Prompts
+from .records import Entry, Hit
+from .text import content_words, sentences, specific_terms
+from .verify import Verifier, missing_terms
+
+# Calibrated on the dev questions (bench/calibrate.py prints the trade-off).
+REFUSE_BELOW = 0.12
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many entries serve as evidence: an entry is kept when its score is at
+    least ``floor`` and at least ``relative`` times the best score."""
+
+    floor: float
+    relative: float
+    most: int
+    quotes: int  # source sentences quoted for the top entry
+
+
+# "How does BiLLM ...?" wants one paper, told well; "Which papers ...?" wants all
+# the relevant ones, each in a sentence. Both fitted on the dev questions.
+SINGLE = Plan(floor=0.12, relative=0.5, most=2, quotes=2)
+SURVEY = Plan(floor=0.05, relative=0.1, most=5, quotes=1)
+_SURVEY = re.compile(r"\b(which|what|are there|any|list) (\w+ )?(papers|works|studies|methods|approaches)\b", re.I)
+
+
+def plan_for(question: str) -> Plan:
+    return SURVEY if _SURVEY.search(question) else SINGLE
+CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
+ANSWER_TOKENS = 72
+SAME_SENTENCE = 0.9
+MIN_NOVEL_WORDS = 3  # content words a claim must add to the question  # cosine above which two sentences say the same
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    cites: list[int]
+    status: str  # "verified" | "quoted" | "uncited"
+
+    def render(self) -> str:
+        marks = "".join(f" [{n}]" for n in self.cites)
+        if not marks:
+            return self.text
+        if self.status == "quoted":
+            return f"“{self.text}”{marks}"
+        return f"{self.text.rstrip('.')}{marks}."
+
+
+@dataclass
+class Answer:
+    question: str
+    refused: bool = False
+    sentences: list[Sentence] = field(default_factory=list)
+    cited: dict[int, Entry] = field(default_factory=dict)
+    retrieved: list[Hit] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    model: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.render() for s in self.sentences)
+
+    def to_json(self) -> dict:
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "refused": self.refused,
+            "sentences": [{"text": s.text, "cites": s.cites, "status": s.status} for s in self.sentences],
+            "citations": [{"n": n, "id": e.id, "label": e.label, "source": e.source.to_json()}
+                          for n, e in sorted(self.cited.items())],
+            "retrieved": [h.to_json() for h in self.retrieved],
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "model": self.model,
+        }
+
+
+_CLEAN = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]|\*\*|^(?:answer|response)\s*:\s*", re.I | re.M)
+
+
+def clean(generated: str) -> list[str]:
+    """Model text -> at most two candidate sentences: any [n] the model wrote is
+    removed (citations are the code's), fragments and repeats dropped."""
+    text = " ".join(_CLEAN.sub("", generated).split())
+    out: list[str] = []
+    for s in sentences(text):
+        if len(s.split()) >= 5 and s[-1] in ".!" and s not in out and not s.lower().startswith("question"):
+            out.append(s)
+    return out[:2]
+
+
+class Answerer:
+    def __init__(self, index: Index, model: ChatModel, prompts: Prompts):
+        self.index = index
+        self.model = model
+        self.prompts = prompts
+        self.verifier = Verifier(index.embedder.encode)
+
+    def _context(self, entry: Entry, qvec: np.ndarray) -> str:
+        """The abstract's sentences most related to the question, in their order,
+        within the per-call token budget (and always within the model's window)."""
+        sents, vecs = self.verifier.source_sentences(entry)
+        budget = min(CONTEXT_TOKENS, self.model.n_ctx - ANSWER_TOKENS - 160)
+        chosen, used = set(), 0
+        for i in np.argsort(-(vecs @ qvec)):
+            n = self.model.count_tokens(sents[i])
+            if used + n > budget:
+                continue
+            chosen.add(int(i))
+            used += n
+        if not chosen:  # one sentence longer than the budget: cut it by words
+            words = sents[int(np.argmax(vecs @ qvec))].split()
+            return " ".join(words[: max(budget * 2 // 3, 1)])
+        return " ".join(sents[i] for i in sorted(chosen))
+
+    def ask(self, question: str, k: int | None = None,
+            on_token: Callable[[str], None] | None = None,
+            on_sentence: Callable[[Sentence], None] | None = None) -> Answer:
+        t0 = time.perf_counter()
+        ans = Answer(question=question)
+        ans.retrieved = self.index.search(question, k)
+        ans.timings["retrieval_ms"] = (time.perf_counter() - t0) * 1000
+        first_token: list[float] = []
+
+        def emit(s: Sentence) -> None:
+            ans.sentences.append(s)
+            if on_sentence:
+                on_sentence(s)
+
+        hits = ans.retrieved
+        if not hits or hits[0].score < REFUSE_BELOW:
+            ans.refused = True
+            emit(Sentence("The collection does not cover this question; the closest entries "
+                          "are listed below.", [], "uncited"))
+        else:
+            plan = plan_for(question)
+            kept = [h for h in hits if h.score >= max(plan.floor, hits[0].score * plan.relative)]
+            kept = kept[:plan.most]
+            absent = self._absent_specifics(question, kept)
+            if absent:
+                ans.refused = True
+                ans.cited[1] = kept[0].entry
+                emit(Sentence(f"The abstract of {kept[0].entry.label} does not report "
+                              f"{_join(absent)}", [1], "verified"))
+            else:
+                qvec = self.index.embedder.encode([question])[0]
+                try:
+                    for n, hit in enumerate(kept, 1):
+                        quotes = plan.quotes if n == 1 else 0
+                        for s in self._evidence(hit.entry, n, question, qvec, on_token,
+                                                first_token, t0, quotes):
+                            ans.cited[n] = hit.entry
+                            emit(s)
+                except KeyboardInterrupt:
+                    ans.interrupted = True
+        ans.timings["first_token_s"] = first_token[0] if first_token else time.perf_counter() - t0
+        ans.timings["total_s"] = time.perf_counter() - t0
+        ans.model = {"path": self.model.path, "sha256": getattr(self.model, "sha256", "")}
+        return ans
+
+    def _absent_specifics(self, question: str, kept: list[Hit]) -> list[str]:
+        """What the question asks for that none of the kept entries contains:
+        specific terms (numbers, acronyms, named datasets or models); in a question
+        after a detail ("which hardware", "what score"), also capitalised names
+        ("Dice", "Cerebras"); and for a question after a figure ("how many"), a
+        number in the sentences of the top entry that match the question."""
+        text = " ".join(h.entry.text + " " + h.entry.label for h in kept)
+        absent = missing_terms(question, text)
+        if _DETAIL.search(question):
+            names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
+            absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
+        if not absent and _QUANTITY.search(question):
+            qvec = self.index.embedder.encode([question])[0]
+            sents, vecs = self.verifier.source_sentences(kept[0].entry)
+            near = [sents[i] for i in np.argsort(-(vecs @ qvec))[:3]]
+            if not any(re.search(r"\d", s) for s in near):
+                absent = [f"the {_QUANTITY.search(question).group('what') or 'figure'} asked for"]
+        return absent
+
+    def _evidence(self, entry: Entry, n: int, question: str, qvec: np.ndarray, on_token,
+                  first_token: list[float], t0: float, quotes: int) -> list[Sentence]:
+        user = self.prompts.render("evidence.user", abstract=self._context(entry, qvec),
+                                   question=question)
+        parts = []
+        for tok in self.model.stream(self.prompts.render("evidence.system"), user, ANSWER_TOKENS):
+            if not first_token:
+                first_token.append(time.perf_counter() - t0)
+            parts.append(tok)
+            if on_token:
+                on_token(tok)
+        out: list[Sentence] = []
+        said: list[np.ndarray] = []
+
+        def add(text: str, status: str) -> None:
+            vec = self.index.embedder.encode([text])[0]
+            if any(float(vec @ v) > SAME_SENTENCE for v in said):
+                return
+            said.append(vec)
+            out.append(Sentence(text, [n], status))
+
+        asked = {_fold(w) for w in content_words(question)}
+        for claim in clean("".join(parts)):
+            # A claim that only restates the question ("The answer to this question
+            # is that X does Y") says nothing, however close to the source it is.
+            novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
+            if len(novel) < MIN_NOVEL_WORDS:
+                continue
+            if self.verifier.check(claim, entry).ok:
+                add(claim, "verified")
+        # The source sentences closest to the question back the answer with the
+        # paper's own words; one also stands in when every claim failed.
+        for best in self.verifier.closest_sentences(entry, qvec, max(quotes, 0 if out else 1)):
+            add(best, "quoted")
+        return out
+
+
+# Questions after one detail of a paper, and those after a figure.
+_DETAIL = re.compile(r"\b(how (many|much|long|large|fast)|which|what (is|are) the|what \w+ (does|did|do))\b", re.I)
+_QUANTITY = re.compile(r"\bhow (many|much)\b|\bwhat (?:\w+ ){0,2}(?P<what>score|accuracy|error|speedup|"
+                       r"perplexity|pass rate|rate|percentage|value)\b", re.I)
+_PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")
+_QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Where Why Who".split())
+
+_FILLER = frozenset("answer question abstract paper author discuss discusse highlight "
+                    "provide describe mention state".split())
+
+
+def _fold(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _join(terms: list[str]) -> str:
+    return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + " or " + terms[-1]

@@ -1,0 +1,174 @@
+"""Cited answers: fast tests with a fake chat model over the real seeded index, and
+end-to-end tests with the real GGUF model."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from rag.answer import Answerer, clean
+from rag.errors import ModelError, PromptError
+from rag.llm import LlamaCppModel, check_gguf
+from rag.prompts import load
+
+
+class FakeModel:
+    """Says what it is told; records the prompts it was given."""
+
+    path = "fake.gguf"
+    sha256 = "0" * 64
+
+    def __init__(self, reply: str = "", n_ctx: int = 2048):
+        self.reply = reply
+        self.n_ctx = n_ctx
+        self.prompts: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) * 2
+
+    def stream(self, system: str, user: str, max_tokens: int):
+        self.prompts.append(system + "\n" + user)
+        yield from self.reply.split(" ")[:1]
+        for w in self.reply.split(" ")[1:]:
+            yield " " + w
+
+
+@pytest.fixture
+def answer_with(seeded_index):
+    def run(question: str, reply: str, **kw):
+        model = FakeModel(reply, **kw)
+        return Answerer(seeded_index, model, load()).ask(question), model
+    return run
+
+
+BILLM_Q = "How does BiLLM quantize large language models to about one bit?"
+
+
+def test_verified_claim_is_cited_to_its_entry(answer_with):
+    ans, _ = answer_with(BILLM_Q, "BiLLM identifies salient weights and applies a binary "
+                                  "residual approximation strategy to them.")
+    assert not ans.refused
+    assert ans.cited[1].label == "BiLLM"
+    assert ans.sentences[0].status == "verified" and ans.sentences[0].cites == [1]
+    assert "[1]" in ans.text
+
+
+def test_invented_number_is_replaced_by_a_quote(answer_with):
+    ans, _ = answer_with(BILLM_Q, "BiLLM reaches 3.2 perplexity on the WikiText benchmark with 0.5-bit weights.")
+    texts = " ".join(s.text for s in ans.sentences)
+    assert "3.2" not in texts and "WikiText" not in texts
+    assert ans.sentences and all(s.status == "quoted" for s in ans.sentences if s.cites == [1])
+    assert all(s.text in ans.cited[1].text for s in ans.sentences if s.status == "quoted")
+
+
+def test_empty_shell_and_question_restatement_are_not_answers(answer_with):
+    ans, _ = answer_with(BILLM_Q, "The answer to this question is yes. BiLLM quantizes large language models.")
+    assert {s.status for s in ans.sentences} == {"quoted"}
+
+
+def test_model_written_citation_markers_are_removed():
+    assert clean("BiLLM binarizes weights with residual approximation [7]. [2, 3] More text here now.") == [
+        "BiLLM binarizes weights with residual approximation.", "More text here now."]
+
+
+def test_polarity_flip_fails_verification(answer_with):
+    ans, _ = answer_with(BILLM_Q, "BiLLM does not outperform SOTA quantization methods of LLM by significant margins.")
+    assert all(s.status == "quoted" for s in ans.sentences)
+
+
+def test_uncovered_question_is_declined_without_calling_the_model(answer_with):
+    ans, model = answer_with("What is the best sourdough bread recipe for a home oven?", "Bake it.")
+    assert ans.refused and not ans.cited and model.prompts == []
+    assert "does not cover" in ans.text
+
+
+def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
+    ans, model = answer_with("What perplexity does BiLLM reach on the C4 dataset?", "BiLLM reaches 5.1 on C4.")
+    assert ans.refused and model.prompts == []
+    assert ans.cited[1].label == "BiLLM"
+    assert ans.text == "The abstract of BiLLM does not report C4 [1]."
+
+
+def test_context_never_exceeds_the_model_window(answer_with):
+    ans, model = answer_with(BILLM_Q, "Fine.", n_ctx=400)
+    assert model.prompts and all(model.count_tokens(p) <= 400 - 72 for p in model.prompts)
+
+
+def test_json_contract_numbers_resolve_and_cite_only_retrieved(answer_with):
+    q = "Which papers study multi-armed bandit problems?"
+    data, _ = answer_with(q, "The paper studies a bandit setting with regret guarantees.")
+    data = json.loads(json.dumps(data.to_json()))
+    assert set(data) == {"question", "answer", "refused", "sentences", "citations", "retrieved",
+                         "timings", "model"}
+    ns = {c["n"] for c in data["citations"]}
+    used = {int(n) for n in re.findall(r"\[(\d+)\]", data["answer"])}
+    used |= {n for s in data["sentences"] for n in s["cites"]}
+    assert used and used <= ns
+    assert {c["id"] for c in data["citations"]} <= {r["id"] for r in data["retrieved"]}
+    assert set(data["timings"]) == {"retrieval_ms", "first_token_s", "total_s"}
+
+
+def test_prompt_missing_placeholder_is_an_error_at_load(tmp_path):
+    (tmp_path / "evidence.system.txt").write_text("Be brief.")
+    (tmp_path / "evidence.user.txt").write_text("Question: {question}")
+    with pytest.raises(PromptError, match=r"lacks the placeholder\(s\) \{abstract\}"):
+        load(tmp_path)
+
+
+def test_bad_model_files_are_clear_errors(tmp_path):
+    bad = tmp_path / "notes.gguf"
+    bad.write_text("hello")
+    with pytest.raises(ModelError, match="not a GGUF model file"):
+        check_gguf(bad)
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\x00" * 100)
+    with pytest.raises(ModelError, match="truncated"):
+        LlamaCppModel(truncated)
+
+
+# -- the real model, end to end ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def real_answerer(seeded_index):
+    from rag.llm import load_model
+
+    return Answerer(seeded_index, load_model(), load())
+
+
+@pytest.mark.model
+def test_real_model_answers_single_paper_question_with_right_citation(real_answerer):
+    ans = real_answerer.ask("How does BiLLM achieve 1-bit post-training quantization of LLMs?")
+    assert not ans.refused
+    assert ans.cited[1].label == "BiLLM"
+    assert all(s.cites and s.status in ("verified", "quoted") for s in ans.sentences)
+    assert all(c in ans.cited for s in ans.sentences for c in s.cites)
+    assert ans.model["sha256"] and len(ans.model["sha256"]) == 64
+
+
+@pytest.mark.model
+def test_real_model_declines_what_the_collection_does_not_cover(real_answerer):
+    ans = real_answerer.ask("Which architectures are used for single-image super-resolution?")
+    assert ans.refused and not ans.cited
+
+
+@pytest.mark.model
+def test_cli_ask_json_with_real_model(seeded_index):
+    from rag.cli import main
+
+    res = CliRunner().invoke(main, ["ask", "--json", "--data-dir", str(seeded_index.settings.data_dir),
+                                    "What does AnyTool use to retrieve APIs?"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["citations"][0]["label"] == "AnyTool" and not data["refused"]
+
+
+def test_cli_missing_model_is_one_line_error(seeded_index, tmp_path):
+    from rag.cli import main
+
+    res = CliRunner().invoke(main, ["ask", "--data-dir", str(seeded_index.settings.data_dir),
+                                    "--model", str(tmp_path / "none.gguf"), "anything?"])
+    assert res.exit_code == 5
+    assert res.output.count("\n") == 1 and "does not exist" in res.output

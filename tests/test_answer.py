@@ -70,8 +70,8 @@ def test_empty_shell_and_question_restatement_are_not_answers(answer_with):
 
 
 def test_model_written_citation_markers_are_removed():
-    assert clean("BiLLM binarizes weights with residual approximation [7]. [2, 3] More text here now.") == [
-        "BiLLM binarizes weights with residual approximation.", "More text here now."]
+    assert clean("BiLLM binarizes weights with residual approximation [7]. [2, 3] More text is written here now.") == [
+        "BiLLM binarizes weights with residual approximation.", "More text is written here now."]
 
 
 def test_polarity_flip_fails_verification(answer_with):

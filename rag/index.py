@@ -28,10 +28,11 @@ class Index:
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None):
         self.settings = settings or Settings()
         self._embedder = embedder
+        self._lexical: tuple[str, LexicalIndex] | None = None
 
     @cached_property
     def embedder(self) -> Embedder:
-        return self._embedder or Embedder()
+        return self._embedder or Embedder(self.settings.data_dir / "models")
 
     @property
     def info(self) -> IndexInfo:
@@ -44,11 +45,16 @@ class Index:
         return Store(self.settings.data_dir, self.settings.collection, self.info)
 
     def lexical(self) -> LexicalIndex:
-        def load():
-            entries = self.store.entries()
-            return [e.id for e in entries], [e.text for e in entries]
+        """The BM25 index of the current revision: kept in memory, cached on disk."""
+        revision = self.store.revision
+        if self._lexical is None or self._lexical[0] != revision:
+            def load():
+                entries = self.store.entries()
+                return [e.id for e in entries], [e.text for e in entries]
 
-        return LexicalIndex.cached(self.settings.data_dir / "cache", self.store.revision, load)
+            self._lexical = (revision, LexicalIndex.cached(self.settings.data_dir / "cache",
+                                                           revision, load))
+        return self._lexical[1]
 
     # -- ingest -----------------------------------------------------------------
     def chunks(self, entry: Entry) -> list:

@@ -14,10 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
-def embedder():
+def embedder(tmp_path_factory):
     from rag.embed import Embedder
 
-    return Embedder()
+    return Embedder(tmp_path_factory.mktemp("models"))
 
 
 @pytest.fixture

@@ -1,0 +1,33 @@
+"""The ONNX embedder gives sentence-transformers' own vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag.config import DEFAULT_SEEDS
+from rag.corpus import discover, read_file
+from rag.text import sentences
+
+
+def test_onnx_vectors_match_sentence_transformers_in_padded_batches(embedder):
+    from sentence_transformers import SentenceTransformer
+
+    from rag.embed import model_dir
+
+    texts = [s for f in discover([DEFAULT_SEEDS])[0][:1] for e in read_file(f)[:4] for s in sentences(e.text)]
+    texts += ["short", "a much longer text " * 80]  # beyond 256 word pieces: truncated alike
+    ours = embedder.encode(texts)
+    ref = SentenceTransformer(str(model_dir()), device="cpu").encode(texts, normalize_embeddings=True)
+    assert ours.shape == (len(texts), 384)
+    assert np.abs(ours - ref).max() < 1e-4
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_same_text_same_vector_whatever_the_batch(embedder):
+    alone = embedder.encode(["optimal transport for CLIP"])[0]
+    mixed = embedder.encode(["x " * 200, "optimal transport for CLIP", "y"])[1]
+    assert np.abs(alone - mixed).max() < 1e-5
+
+
+def test_token_count_is_of_real_tokens(embedder):
+    assert embedder.count_tokens("hello world") == 4  # [CLS] hello world [SEP]

@@ -105,10 +105,15 @@ class Answer:
 _CLEAN = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]|\*\*|^(?:answer|response)\s*:\s*", re.I | re.M)
 
 
+_PREAMBLE = re.compile(r"^(?:the )?answer(?: to (?:this|the) question)?(?: is)?\s*:\s*", re.I)
+
+
 def clean(generated: str) -> list[str]:
     """Model text -> at most two candidate sentences: any [n] the model wrote is
     removed (citations are the code's), fragments and repeats dropped."""
     text = " ".join(_CLEAN.sub("", generated).split())
+    text = _PREAMBLE.sub("", text)
+    text = text[:1].upper() + text[1:]
     out: list[str] = []
     for s in sentences(text):
         if len(s.split()) >= 5 and s[-1] in ".!" and s not in out and not s.lower().startswith("question"):
@@ -140,14 +145,27 @@ class Answerer:
             return " ".join(words[: max(budget * 2 // 3, 1)])
         return " ".join(sents[i] for i in sorted(chosen))
 
-    def ask(self, question: str, k: int | None = None,
+    def ask(self, question: str, k: int | None = None, *, query: str | None = None,
+            only: list[Entry] | None = None, number: Callable[[Entry], int] | None = None,
             on_token: Callable[[str], None] | None = None,
             on_sentence: Callable[[Sentence], None] | None = None) -> Answer:
+        """Answer ``question``. ``query`` is what retrieval searches for (a chat turn
+        rewritten to stand alone); ``only`` restricts the evidence to given entries
+        ("compare [1] and [3]"); ``number`` gives each cited entry its citation
+        number (a conversation keeps them stable), by default 1, 2, ... in order."""
         t0 = time.perf_counter()
+        query = query or question
         ans = Answer(question=question)
-        ans.retrieved = self.index.search(question, k)
+        ans.retrieved = (self.index.score_entries(query, only) if only
+                         else self.index.search(query, k))
         ans.timings["retrieval_ms"] = (time.perf_counter() - t0) * 1000
         first_token: list[float] = []
+        numbers: dict[str, int] = {}
+
+        def num(entry: Entry) -> int:
+            if entry.id not in numbers:
+                numbers[entry.id] = number(entry) if number else len(numbers) + 1
+            return numbers[entry.id]
 
         def emit(s: Sentence) -> None:
             ans.sentences.append(s)
@@ -155,25 +173,27 @@ class Answerer:
                 on_sentence(s)
 
         hits = ans.retrieved
-        if not hits or hits[0].score < REFUSE_BELOW:
+        if not only and (not hits or hits[0].score < REFUSE_BELOW):
             ans.refused = True
             emit(Sentence("The collection does not cover this question; the closest entries "
                           "are listed below.", [], "uncited"))
         else:
-            plan = plan_for(question)
-            kept = [h for h in hits if h.score >= max(plan.floor, hits[0].score * plan.relative)]
-            kept = kept[:plan.most]
+            plan = plan_for(question) if not only else (SINGLE if len(only) == 1 else SURVEY)
+            kept = hits[:SURVEY.most] if only else [
+                h for h in hits if h.score >= max(plan.floor, hits[0].score * plan.relative)][:plan.most]
             absent = self._absent_specifics(question, kept)
             if absent:
                 ans.refused = True
-                ans.cited[1] = kept[0].entry
+                n = num(kept[0].entry)
+                ans.cited[n] = kept[0].entry
                 emit(Sentence(f"The abstract of {kept[0].entry.label} does not report "
-                              f"{_join(absent)}", [1], "verified"))
+                              f"{_join(absent)}", [n], "verified"))
             else:
                 qvec = self.index.embedder.encode([question])[0]
                 try:
-                    for n, hit in enumerate(kept, 1):
-                        quotes = plan.quotes if n == 1 else 0
+                    for i, hit in enumerate(kept):
+                        n = num(hit.entry)
+                        quotes = plan.quotes if i == 0 or only else 0
                         for s in self._evidence(hit.entry, n, question, qvec, on_token,
                                                 first_token, t0, quotes):
                             ans.cited[n] = hit.entry

@@ -173,9 +173,9 @@ def references(ans) -> str:
                       for n, e in sorted(ans.cited.items()))
 
 
-def print_answer_live(answerer, question: str, k: int | None):
+def print_answer_live(ask, question: str, *args):
     """Stream the model's draft on a terminal; print each verified sentence as it is
-    settled, then the references."""
+    settled, then the references. ``ask`` is Answerer.ask or Conversation.ask."""
     from rich.live import Live
 
     draft: list[str] = []
@@ -190,14 +190,15 @@ def print_answer_live(answerer, question: str, k: int | None):
             live.update(Text(""))
             live.console.print(Markdown(sentence.render()))
 
-        ans = answerer.ask(question, k, on_token=on_token, on_sentence=on_sentence)
+        result = ask(question, *args, on_token=on_token, on_sentence=on_sentence)
+    ans = getattr(result, "answer", result)
     if ans.interrupted:
         out.print("[yellow](stopped)[/]")
     if ans.cited:
         out.print(Text("\n" + references(ans), style="cyan"))
     if ans.refused and not ans.cited:
         print_hits("Closest entries", ans.retrieved[:3])
-    return ans
+    return result
 
 
 @main.command()
@@ -217,7 +218,127 @@ def ask(question, k, queries, model, settings, as_json):
         else:
             if len(qs) > 1:
                 out.rule(q)
-            print_answer_live(answerer, q, k)
+            print_answer_live(answerer.ask, q, k)
+
+
+CHAT_HELP = """Ask questions in plain language; follow-ups may say "it", "that paper", "[2]",
+"the second paper", "compare [1] and [3]" or "only the RL papers".
+/help            this help
+/sources         entries cited so far, with their numbers
+/show N          the full abstract of entry [N]
+/k N             retrieve N entries per question (now: {k})
+/model           the chat model in use
+/debug           show the rewritten retrieval query (now: {debug})
+/clear           forget the conversation (numbers start again at [1])
+/save FILE       write the conversation as Markdown with references
+/quit            leave (Ctrl-D also works; Ctrl-C stops an answer)"""
+
+
+def _chat_command(conv, line: str, state: dict, con: Console) -> bool:
+    """Run one slash command, printing to ``con``; False when the chat should end."""
+    cmd, _, arg = line[1:].strip().partition(" ")
+    arg = arg.strip()
+    if cmd in ("quit", "exit", "q"):
+        return False
+    if cmd == "help":
+        con.print(CHAT_HELP.format(k=conv.k or conv.answerer.index.settings.k,
+                                   debug="on" if state["debug"] else "off"), highlight=False)
+    elif cmd == "sources":
+        con.print(conv.references() or "no entries cited yet", highlight=False)
+    elif cmd == "show":
+        if not arg.strip("[]").isdigit():
+            raise UsageError("usage: /show N, e.g. /show 2")
+        e = conv.entry(int(arg.strip("[]")))
+        con.print(f"[bold][{arg.strip('[]')}] {escape(e.label)}[/] — {escape(e.venue)}, "
+                  f"{escape(e.source.path)} #{e.source.ordinal}")
+        con.print(e.text, highlight=False)
+    elif cmd == "k":
+        if not arg.isdigit() or not 1 <= int(arg) <= 20:
+            raise UsageError("usage: /k N with N from 1 to 20")
+        conv.k = int(arg)
+        con.print(f"retrieving {conv.k} entries per question")
+    elif cmd == "model":
+        con.print(conv.answerer.model.path, highlight=False)
+    elif cmd == "debug":
+        state["debug"] = not state["debug"]
+        con.print(f"debug {'on' if state['debug'] else 'off'}")
+    elif cmd == "clear":
+        conv.clear()
+        con.print("conversation cleared")
+    elif cmd == "save":
+        if not arg:
+            raise UsageError("usage: /save FILE.md")
+        conv.save(Path(arg).expanduser())
+        con.print(f"saved {len(conv.turns)} turns to {arg}")
+    else:
+        raise UsageError(f"unknown command /{cmd}; type /help for the list")
+    return True
+
+
+@main.command()
+@click.option("--k", type=click.IntRange(1, 20), default=None, help="Entries to retrieve per turn.")
+@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file (default: SmolLM2-135M).")
+@common
+def chat(k, model, settings, as_json):
+    """A conversation with the collection (REPL with history and follow-ups).
+
+    With stdin not a terminal, reads one turn per line (slash commands too) and
+    prints plain text, or with --json one `rag ask --json` object per turn plus
+    "turn" and "rewritten_query"."""
+    from .chat import Conversation
+
+    conv = Conversation(_answerer(settings, model), k)
+    state = {"debug": False}
+    interactive = sys.stdin.isatty() and not as_json
+    if interactive:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        session = PromptSession(history=FileHistory(str(settings.data_dir / "chat_history")))
+        out.print("[dim]Ask about the collection; /help for commands, Ctrl-D to leave.[/]")
+
+        def lines():
+            while True:
+                try:
+                    yield session.prompt("rag> ")
+                except KeyboardInterrupt:
+                    continue
+                except EOFError:
+                    return
+    else:
+        def lines():
+            yield from sys.stdin
+
+    for raw in lines():
+        line = " ".join(raw.split())  # a multi-line paste is one question
+        if not line:
+            continue
+        try:
+            if line.startswith("/"):
+                # With --json, stdout carries only the turns' JSON.
+                if not _chat_command(conv, line, state, err if as_json else out):
+                    break
+                continue
+            if as_json:
+                turn = conv.ask(line)
+                click.echo(json.dumps({"turn": turn.n, "rewritten_query": turn.query}
+                                      | turn.answer.to_json()))
+                continue
+            if state["debug"]:
+                out.print(f"[dim]query: {escape(conv.resolve(line)[0])}[/]")
+            if interactive:
+                turn = print_answer_live(conv.ask, line)
+            else:
+                turn = conv.ask(line)
+                out.print(turn.answer.text, highlight=False, soft_wrap=True)
+                if turn.answer.cited:
+                    out.print(references(turn.answer), highlight=False, soft_wrap=True)
+            out.print()
+        except RagError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        except KeyboardInterrupt:
+            out.print("[yellow](stopped)[/]")
 
 
 @main.command(name="eval")

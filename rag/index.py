@@ -135,3 +135,9 @@ class Index:
             return []
         qvec = self.embedder.encode([query])[0]
         return retrieve.rank(self.store, self.lexical(), qvec, query, k)
+
+    def score_entries(self, query: str, entries: Sequence[Entry]) -> list[Hit]:
+        """Given entries as hits scored against ``query``, in the order given."""
+        qvec = self.embedder.encode([query])[0]
+        return retrieve.rank(self.store, self.lexical(), qvec, query, len(entries),
+                             only=[e.id for e in entries])

@@ -39,16 +39,19 @@ class Candidate:
                 + w["coverage"] * self.coverage)
 
 
-def candidates(store, lexical: LexicalIndex, qvec: np.ndarray, query: str) -> list[Candidate]:
-    """Every entry that either signal puts near the top, with all three signals."""
+def candidates(store, lexical: LexicalIndex, qvec: np.ndarray, query: str,
+               only: list[str] | None = None) -> list[Candidate]:
+    """Every entry that either signal puts near the top (or exactly the entries
+    ``only``), with all three signals."""
     best: dict[str, tuple[float, str]] = {}
-    for h in store.query_chunks(qvec, _DENSE_POOL):
-        if h.entry_id not in best or h.similarity > best[h.entry_id][0]:
-            best[h.entry_id] = (h.similarity, h.text)
+    if only is None:
+        for h in store.query_chunks(qvec, _DENSE_POOL):
+            if h.entry_id not in best or h.similarity > best[h.entry_id][0]:
+                best[h.entry_id] = (h.similarity, h.text)
     bm25 = lexical.scores(query)
     row_of = {e: r for r, e in enumerate(lexical.ids)}
     top_lex = [lexical.ids[r] for r in np.argsort(-bm25)[:_LEXICAL_POOL] if bm25[r] > 0]
-    missing = [e for e in top_lex if e not in best]
+    missing = [e for e in (only if only is not None else top_lex) if e not in best]
     for e, h in store.chunk_similarities(qvec, missing).items():
         best[e] = (h.similarity, h.text)
     ids = [e for e in best if e in row_of]
@@ -71,8 +74,13 @@ def snippet(chunk: str, query: str, lexical: LexicalIndex, limit: int = 300) -> 
     return best if len(best) <= limit else best[: limit - 1].rstrip() + "…"
 
 
-def rank(store, lexical: LexicalIndex, qvec: np.ndarray, query: str, k: int) -> list[Hit]:
-    cands = sorted(candidates(store, lexical, qvec, query), key=lambda c: -c.logit())[:k]
+def rank(store, lexical: LexicalIndex, qvec: np.ndarray, query: str, k: int,
+         only: list[str] | None = None) -> list[Hit]:
+    cands = candidates(store, lexical, qvec, query, only)
+    if only is None:
+        cands = sorted(cands, key=lambda c: -c.logit())[:k]
+    else:
+        cands = sorted(cands, key=lambda c: only.index(c.entry_id))
     entries = {e.id: e for e in store.entries([c.entry_id for c in cands])}
     return [Hit(entry=entries[c.entry_id], score=score(c), dense=c.dense, lexical=c.bm25,
                 snippet=snippet(c.chunk, query, lexical), rank=i)

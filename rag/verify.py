@@ -21,6 +21,8 @@ from .text import sentences, specific_terms, words
 MIN_SIMILARITY = 0.62  # cosine to the best source sentence; empty shells score < 0.4
 _NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I)
 
+_QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
+
 Embed = Callable[[list[str]], np.ndarray]
 
 
@@ -77,6 +79,8 @@ class Verifier:
     def check(self, claim: str, entry: Entry) -> Verdict:
         best, sim = self.closest(entry, self._embed([claim])[0])
         missing = missing_terms(claim, entry.text)
+        # Titles or phrases in quotation marks must be the source's own words.
+        missing += [q for q in _QUOTED.findall(claim) if q.lower() not in entry.text.lower()]
         if missing:
             return Verdict(False, sim, best, f"not in the source: {', '.join(missing)}")
         if sim < MIN_SIMILARITY:

@@ -1,0 +1,139 @@
+"""A conversation with the collection: follow-ups, references to earlier citations,
+and citation numbers that stay the same for the whole conversation.
+
+Follow-ups are resolved by the code, not the model (a 135M model rewrites queries
+badly): explicit references ("[2]", "paper 2", "the second paper") and anaphora
+("it", "that paper", "their method") name entries cited earlier, and the answer
+comes from exactly those entries; "only the RL papers" narrows the previous turn's
+results; a short fragment ("and for bandits?") extends the previous query.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .answer import Answer, Answerer
+from .errors import UsageError
+from .records import Entry
+
+_BRACKET = re.compile(r"\[(\d+)\]|\b(?:paper|entry|reference|ref|source)\s+#?(\d+)\b", re.I)
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
+_ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:paper|one|entry|work|result)\b", re.I)
+_NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
+_SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {_NOUN}|the authors)\b", re.I)
+_PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|both)\b", re.I)
+_FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)
+_WH = re.compile(r"^\s*(what|which|who|how|why|when|where|is|are|does|do|can|could|tell|list|show|explain)\b", re.I)
+_NARROW = re.compile(r"^\s*(only|just)\b(.*)$", re.I)
+
+
+@dataclass
+class Turn:
+    n: int
+    question: str
+    query: str  # what retrieval searched for, after rewriting
+    answer: Answer
+    searched: bool = True  # False when the turn named its entries ("[2]", "it")
+
+
+@dataclass
+class Conversation:
+    answerer: Answerer
+    k: int | None = None
+    turns: list[Turn] = field(default_factory=list)
+    entries: dict[int, Entry] = field(default_factory=dict)  # citation number -> entry
+    _numbers: dict[str, int] = field(default_factory=dict)
+
+    def number(self, entry: Entry) -> int:
+        """The entry's citation number in this conversation (assigned once)."""
+        if entry.id not in self._numbers:
+            n = len(self._numbers) + 1
+            self._numbers[entry.id] = n
+            self.entries[n] = entry
+        return self._numbers[entry.id]
+
+    def clear(self) -> None:
+        self.turns.clear()
+        self.entries.clear()
+        self._numbers.clear()
+
+    def entry(self, n: int) -> Entry:
+        if n not in self.entries:
+            known = ", ".join(f"[{i}]" for i in sorted(self.entries)) or "none yet"
+            raise UsageError(f"no entry [{n}] in this conversation (cited so far: {known})")
+        return self.entries[n]
+
+    def resolve(self, question: str) -> tuple[str, list[Entry] | None]:
+        """The standalone retrieval query for ``question`` and, when it refers to
+        earlier entries, exactly those entries."""
+        last = self.turns[-1] if self.turns else None
+        refs = [int(a or b) for a, b in _BRACKET.findall(question)]
+        if refs:
+            only = [self.entry(n) for n in dict.fromkeys(refs)]
+            return _with_labels(question, only), only
+        if last is None:
+            return question, None
+        cited = [last.answer.cited[n] for n in sorted(last.answer.cited)]
+        ordinal = _ORDINAL.search(question)
+        if ordinal and cited:
+            i = _ORDINALS[ordinal.group(1).lower()]
+            if i > len(cited):
+                raise UsageError(f"the last answer cited {len(cited)} entries; "
+                                 f"use [n] to name one of {', '.join(f'[{self.number(e)}]' for e in cited)}")
+            only = [cited[i - 1 if i > 0 else -1]]
+            return _with_labels(question, only), only
+        narrow = _NARROW.match(question)
+        searched = next((t for t in reversed(self.turns) if t.searched), None)
+        if narrow and searched and searched.answer.retrieved:
+            query = f"{narrow.group(2).strip()} {searched.query}"
+            pool = [h.entry for h in searched.answer.retrieved]
+            hits = self.answerer.index.score_entries(narrow.group(2).strip() or query, pool)
+            best = max((h.score for h in hits), default=0.0)
+            only = [h.entry for h in hits if h.score >= best * 0.5] or None
+            return query, only
+        if cited and _PLURAL.search(question):
+            return _with_labels(question, cited), cited
+        if cited and _SINGULAR.search(question):
+            return _with_labels(question, cited[:1]), cited[:1]
+        if _FRAGMENT.match(question) or (len(question.split()) <= 3 and not _WH.match(question)):
+            return f"{last.query} {question}", None
+        return question, None
+
+    def ask(self, question: str, **callbacks) -> Turn:
+        query, only = self.resolve(question)
+        # "compare [1] and [3]" reaches the model as "compare BiLLM and AnyTool".
+        spelled = _BRACKET.sub(lambda m: self.entry(int(m.group(1) or m.group(2))).label, question)
+        answer = self.answerer.ask(spelled, self.k, query=query, only=only,
+                                   number=self.number, **callbacks)
+        answer.question = question
+        turn = Turn(len(self.turns) + 1, question, query, answer, searched=only is None)
+        self.turns.append(turn)
+        return turn
+
+    def references(self, only_cited: bool = True) -> str:
+        cited = {n for t in self.turns for n in t.answer.cited} if only_cited else set(self.entries)
+        return "\n".join(f"[{n}] {e.label} — {e.venue or 'no venue'}, {e.source.path} #{e.source.ordinal}"
+                         for n, e in sorted(self.entries.items()) if n in cited)
+
+    def transcript(self) -> str:
+        """The conversation as Markdown with one reference list at the end."""
+        parts = ["# Conversation with the collection", ""]
+        for t in self.turns:
+            parts += [f"## {t.n}. {t.question}", "", t.answer.text or "_(no answer)_", ""]
+        parts += ["## References", ""]
+        parts += [f"{line}  " for line in self.references().splitlines()]
+        return "\n".join(parts) + "\n"
+
+    def save(self, path: Path) -> None:
+        try:
+            path.write_text(self.transcript(), encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot write {path}: {e.strerror}; pick another path") from None
+
+
+def _with_labels(question: str, entries: list[Entry]) -> str:
+    """Name the referenced papers in the query so keyword search finds them too."""
+    cleaned = _BRACKET.sub("", question)
+    return f"{cleaned} ({'; '.join(e.label for e in entries)})"

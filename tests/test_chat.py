@@ -1,0 +1,94 @@
+"""The chat: follow-ups resolve to earlier entries, numbers stay stable, and the
+non-interactive mode drives whole conversations from stdin."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rag.answer import Answerer
+from rag.chat import Conversation
+from rag.errors import UsageError
+from rag.prompts import load
+
+from fakes import FakeModel
+
+
+@pytest.fixture
+def conv(seeded_index):
+    return Conversation(Answerer(seeded_index, FakeModel("No claim here."), load()))
+
+
+def test_pronoun_follow_up_answers_from_the_previous_top_entry(conv):
+    first = conv.ask("How does BiLLM quantize large language models to one bit?")
+    assert first.answer.cited[1].label == "BiLLM"
+    follow = conv.ask("What perplexity does it reach?")
+    assert "BiLLM" in follow.query
+    assert [e.label for e in follow.answer.cited.values()] == ["BiLLM"]
+    assert list(follow.answer.cited) == [1]  # same number as before
+
+
+def test_numbers_are_stable_and_brackets_pick_exact_entries(conv):
+    conv.ask("Which papers study multi-armed bandit problems?")
+    numbered = dict(conv.entries)
+    assert len(numbered) >= 3
+    t = conv.ask("compare [1] and [3]")
+    assert set(t.answer.cited) == {1, 3}
+    assert t.answer.cited[3].id == numbered[3].id
+    conv.ask("How does BiLLM quantize large language models to one bit?")
+    assert all(conv.entries[n].id == e.id for n, e in numbered.items())
+
+
+def test_ordinal_and_narrowing_follow_ups(conv):
+    conv.ask("Which papers study multi-armed bandit problems?")
+    second = conv.turns[-1].answer.cited[sorted(conv.turns[-1].answer.cited)[1]]
+    t = conv.ask("tell me more about the second paper")
+    assert list(t.answer.cited.values()) == [second]
+    narrowed = conv.ask("only the ones that use offline data")
+    assert {e.label for e in narrowed.answer.cited.values()} == {"MIN-UCB"}
+
+
+def test_unknown_reference_is_a_clear_error(conv):
+    with pytest.raises(UsageError, match=r"no entry \[4\]"):
+        conv.ask("tell me about [4]")
+
+
+def test_transcript_has_every_cited_reference(conv, tmp_path):
+    conv.ask("How does BiLLM quantize large language models to one bit?")
+    conv.ask("What is AnyTool?")
+    conv.save(tmp_path / "t.md")
+    text = (tmp_path / "t.md").read_text()
+    assert "## 1. How does BiLLM" in text and "[1] BiLLM" in text and "[2] AnyTool" in text
+
+
+@pytest.mark.model
+def test_scripted_conversation_with_the_real_model(seeded_index):
+    from rag.cli import main
+
+    script = ("What is AnyTool and what problem does it address?\n"
+              "How does it retrieve APIs?\n"
+              "/k 3\n"
+              "tell me more about [1]\n")
+    res = CliRunner().invoke(main, ["chat", "--json", "--data-dir", str(seeded_index.settings.data_dir)],
+                             input=script)
+    assert res.exit_code == 0, res.output
+    print(res.output)
+    turns = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [t["turn"] for t in turns] == [1, 2, 3]
+    for t in turns:
+        assert [c["label"] for c in t["citations"]] == ["AnyTool"]
+        assert [c["n"] for c in t["citations"]] == [1]
+        assert not t["refused"]
+    assert "AnyTool" in turns[1]["rewritten_query"]
+    # A follow-up stays within the single-question budget (6 s) on this machine.
+    assert turns[1]["timings"]["total_s"] < 6
+
+
+def test_plain_text_chat_from_stdin(seeded_index):
+    from rag.cli import main
+
+    res = CliRunner().invoke(main, ["chat", "--data-dir", str(seeded_index.settings.data_dir),
+                                    "--model", "/nonexistent.gguf"], input="hello\n")
+    assert res.exit_code == 5 and "does not exist" in res.output

@@ -194,8 +194,13 @@ class Answerer:
                     for i, hit in enumerate(kept):
                         n = num(hit.entry)
                         quotes = plan.quotes if i == 0 or only else 0
-                        for s in self._evidence(hit.entry, n, question, qvec, on_token,
-                                                first_token, t0, quotes):
+                        def token(tok: str) -> None:
+                            if not first_token:
+                                first_token.append(time.perf_counter() - t0)
+                            if on_token:
+                                on_token(tok)
+
+                        for s in self.evidence(hit.entry, n, question, qvec, quotes, token):
                             ans.cited[n] = hit.entry
                             emit(s)
                 except KeyboardInterrupt:
@@ -224,14 +229,19 @@ class Answerer:
                 absent = [f"the {_QUANTITY.search(question).group('what') or 'figure'} asked for"]
         return absent
 
-    def _evidence(self, entry: Entry, n: int, question: str, qvec: np.ndarray, on_token,
-                  first_token: list[float], t0: float, quotes: int) -> list[Sentence]:
-        user = self.prompts.render("evidence.user", abstract=self._context(entry, qvec),
-                                   question=question)
+    def evidence(self, entry: Entry, n: int, question: str, qvec: np.ndarray, quotes: int,
+                 on_token: Callable[[str], None] | None = None,
+                 prompt: tuple[str, dict[str, str]] = ("evidence.user", {})) -> list[Sentence]:
+        """What entry [n] says about ``question``: the model's statements that pass
+        verification, then the ``quotes`` source sentences closest to ``qvec`` (at
+        least one when no statement passed). ``prompt`` names the user template and
+        any values it needs beyond the abstract and the question."""
+        name, extra = prompt
+        values = {"abstract": self._context(entry, qvec), "question": question} | extra
+        needed = {k: v for k, v in values.items() if "{" + k + "}" in self.prompts.templates[name]}
+        user = self.prompts.render(name, **needed)
         parts = []
         for tok in self.model.stream(self.prompts.render("evidence.system"), user, ANSWER_TOKENS):
-            if not first_token:
-                first_token.append(time.perf_counter() - t0)
             parts.append(tok)
             if on_token:
                 on_token(tok)

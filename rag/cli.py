@@ -341,6 +341,49 @@ def chat(k, model, settings, as_json):
             out.print("[yellow](stopped)[/]")
 
 
+@main.command()
+@click.argument("topic")
+@click.option("--k", type=click.IntRange(1, 100), default=None,
+              help="Entries to consider before the relevance cut (default 30).")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the review as Markdown.")
+@click.option("--bib", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the cited entries as BibTeX.")
+@click.option("--cite-style", type=click.Choice(["numeric", "pandoc"]), default="numeric",
+              help="[n] markers, or [@key] markers for pandoc --citeproc with --bib.")
+@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file (default: SmolLM2-135M).")
+@common
+def review(topic, k, out_file, bib, cite_style, model, settings, as_json):
+    """A cited overview of what the collection holds on TOPIC, grouped by theme."""
+    from .review import review as make_review
+
+    if not topic.strip():
+        raise UsageError('give a topic, e.g. rag review "bandit algorithms"')
+    answerer = _answerer(settings, model)
+    with progress_bar("reviewing", not as_json) as cb:
+        def progress(total, label):
+            if total is not None:
+                cb.get("start", lambda n: None)(total)
+            else:
+                cb.get("advance", lambda n: None)(1)
+
+        rv = make_review(answerer, topic.strip(), k, progress)
+    markdown = rv.markdown(cite_style)
+    for path, text in ((out_file, markdown), (bib, rv.bibtex() if not rv.refused else "")):
+        if path:
+            try:
+                path.write_text(text, encoding="utf-8")
+            except OSError as e:
+                raise UsageError(f"cannot write {path}: {e.strerror}; pick another path") from None
+    if as_json:
+        click.echo(json.dumps(rv.to_json(cite_style)))
+        return
+    out.print(Markdown(markdown))
+    for path in (out_file, bib):
+        if path:
+            err.print(f"[dim]wrote {path}[/]")
+
+
 @main.command(name="eval")
 @click.argument("questions", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--retrieval-only", is_flag=True, help="Skip generation (fast).")

@@ -17,6 +17,7 @@ from .errors import PromptError
 REQUIRED: dict[str, set[str]] = {
     "evidence.system": set(),
     "evidence.user": {"abstract", "question"},
+    "review.user": {"abstract", "topic"},
 }
 
 

@@ -1,0 +1,160 @@
+"""Cited summaries for a literature review: `rag review "TOPIC"`.
+
+Retrieve broadly, keep the entries the calibrated score calls relevant, group them
+into themes by their embeddings (average-linkage merging of the entries' mean chunk
+vectors; each theme named by the terms its members share most), and write one cited,
+verified statement per paper (the same evidence and verification as `rag ask`).
+References and BibTeX come from stored metadata only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .answer import REFUSE_BELOW, Answerer, Sentence
+from .bibtex import citation_keys, to_bibtex
+from .lexical import terms
+from .records import Entry, Hit
+
+REVIEW_POOL = 30  # entries retrieved before the relevance cut
+# Score an entry needs to be reviewed: the best precision at 80% recall on
+# eval/topics.jsonl (bench/review.py prints both).
+KEEP_ABOVE = 0.18
+THEME_SIMILARITY = 0.45  # average cosine above which two groups form one theme
+
+
+@dataclass
+class Theme:
+    name: str
+    entries: list[Entry]
+
+
+@dataclass
+class Review:
+    topic: str
+    refused: bool = False
+    themes: list[Theme] = field(default_factory=list)
+    statements: dict[str, list[Sentence]] = field(default_factory=dict)  # entry id -> sentences
+    numbers: dict[str, int] = field(default_factory=dict)  # entry id -> [n]
+    closest: list[Hit] = field(default_factory=list)
+
+    @property
+    def cited(self) -> list[Entry]:
+        """Every reviewed entry, in citation-number order (each is cited once)."""
+        return sorted((e for t in self.themes for e in t.entries if e.id in self.numbers),
+                      key=lambda e: self.numbers[e.id])
+
+    def keys(self) -> dict[str, str]:
+        return citation_keys(self.cited)
+
+    def markdown(self, cite_style: str = "numeric") -> str:
+        keys = self.keys()
+
+        def mark(entry: Entry) -> str:
+            return f"[@{keys[entry.id]}]" if cite_style == "pandoc" else f"[{self.numbers[entry.id]}]"
+
+        lines = [f"# {self.topic}: a review of the collection", ""]
+        if self.refused:
+            lines += ["The collection does not cover this topic. The closest entries are:", ""]
+            lines += [f"- {h.entry.label} — {h.entry.source.path} #{h.entry.source.ordinal} "
+                      f"(relevance {h.score:.2f})" for h in self.closest]
+            return "\n".join(lines) + "\n"
+        n = len(self.cited)
+        names = "; ".join(f"{t.name} ({len(t.entries)})" for t in self.themes)
+        lines += [f"The collection holds {n} paper{'s' if n != 1 else ''} on this topic"
+                  f"{', in ' + str(len(self.themes)) + ' themes: ' + names if len(self.themes) > 1 else ''}.", ""]
+        for t in self.themes:
+            lines += [f"## {t.name}", ""]
+            for e in t.entries:
+                body = " ".join(_sentence(s, mark(e)) for s in self.statements[e.id])
+                lines += [f"- **{e.label}** — {body}"]
+            lines.append("")
+        lines += ["## References", ""]
+        if cite_style != "pandoc":  # pandoc --citeproc writes the list itself
+            lines += [f"[{self.numbers[e.id]}] {e.title or e.label} — {e.venue or 'no venue'}, "
+                      f"{e.source.path} #{e.source.ordinal}  " for e in self.cited]
+        return "\n".join(lines) + "\n"
+
+    def bibtex(self) -> str:
+        return to_bibtex(self.cited, self.keys())
+
+    def to_json(self, cite_style: str = "numeric") -> dict:
+        return {
+            "topic": self.topic,
+            "themes": [{"name": t.name, "entries": [e.id for e in t.entries]} for t in self.themes],
+            "markdown": self.markdown(cite_style),
+            "citations": [{"n": self.numbers[e.id], "id": e.id, "label": e.label,
+                           "source": e.source.to_json()} for e in self.cited],
+            "refused": self.refused,
+        }
+
+
+def _sentence(s: Sentence, mark: str) -> str:
+    text = f"“{s.text}”" if s.status == "quoted" else s.text.rstrip(".")
+    return f"{text} {mark}" + ("" if s.status == "quoted" else ".")
+
+
+def group(entries: list[Entry], vectors: np.ndarray, threshold: float = THEME_SIMILARITY) -> list[list[int]]:
+    """Average-linkage agglomerative grouping by cosine similarity (tiny n)."""
+    clusters = [[i] for i in range(len(entries))]
+    sims = vectors @ vectors.T
+    while len(clusters) > 1:
+        best, pair = -1.0, None
+        for a in range(len(clusters)):
+            for b in range(a + 1, len(clusters)):
+                s = float(sims[np.ix_(clusters[a], clusters[b])].mean())
+                if s > best:
+                    best, pair = s, (a, b)
+        if best < threshold:
+            break
+        a, b = pair
+        clusters[a] += clusters.pop(b)
+    return sorted(clusters, key=lambda c: (-len(c), min(c)))
+
+
+def theme_name(members: list[Entry], everyone: list[Entry], topic: str) -> str:
+    """The two terms most particular to the members (tf-idf against all reviewed
+    entries), leaving out the topic's own words."""
+    skip = set(terms(topic))
+    df = Counter(t for e in everyone for t in set(terms(e.text)))
+    tf = Counter(t for e in members for t in set(terms(e.text)))
+    n = len(everyone)
+    scored = sorted(((c * math.log(1 + n / df[t]), t) for t, c in tf.items()
+                     if t not in skip and len(t) > 3 and not t.isdigit() and c >= min(2, len(members))),
+                    reverse=True)
+    words = [t for _, t in scored[:2]]
+    return " and ".join(w.capitalize() if w.islower() else w for w in words) or members[0].label
+
+
+def review(answerer: Answerer, topic: str, k: int | None = None,
+           progress: Callable[[int | None, str], None] | None = None) -> Review:
+    """``progress(total, label)`` announces the number of papers, then each paper."""
+    index = answerer.index
+    rv = Review(topic=topic)
+    hits = index.search(topic, max(k or REVIEW_POOL, 1))
+    if not hits or hits[0].score < REFUSE_BELOW:
+        rv.refused, rv.closest = True, hits[:5]
+        return rv
+    kept = [h for h in hits if h.score >= KEEP_ABOVE]
+    entries = [h.entry for h in kept]
+    vectors = index.store.entry_vectors([e.id for e in entries])
+    clusters = group(entries, vectors)
+    rv.themes = [Theme(theme_name([entries[i] for i in c], entries, topic), [entries[i] for i in c])
+                 for c in clusters]
+    question = f"What does this paper contribute to {topic}?"
+    qvec = index.embedder.encode([topic])[0]
+    if progress:
+        progress(len(entries), "")
+    for theme in rv.themes:
+        for e in theme.entries:
+            if progress:
+                progress(None, e.label)
+            n = rv.numbers.setdefault(e.id, len(rv.numbers) + 1)
+            rv.statements[e.id] = answerer.evidence(e, n, question, qvec, quotes=0,
+                                                    prompt=("review.user", {"topic": topic}))
+    return rv

@@ -1,0 +1,90 @@
+"""Reviews: relevant entries grouped by theme, every citation resolves, the .bib has
+exactly the cited entries and parses."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import bibtexparser
+import pytest
+from click.testing import CliRunner
+
+from rag.answer import Answerer
+from rag.bibtex import citation_keys
+from rag.prompts import load
+from rag.review import group, review
+
+from fakes import FakeModel
+
+BANDIT_PAPERS = {("000_e37aa35e238d35ea.txt", 4), ("003_635826d5ffaa2f6c.txt", 5),
+                 ("003_635826d5ffaa2f6c.txt", 15), ("004_97b00aa727c9fbe0.txt", 10),
+                 ("004_97b00aa727c9fbe0.txt", 12)}
+
+
+@pytest.fixture
+def answerer(seeded_index):
+    return Answerer(seeded_index, FakeModel("Nothing to verify here."), load())
+
+
+def test_review_covers_the_topic_and_cites_every_reference_once(answerer):
+    rv = review(answerer, "bandits")
+    got = {(e.source.path, e.source.ordinal) for e in rv.cited}
+    assert len(got & BANDIT_PAPERS) >= 4  # at least 80% of the relevant entries
+    assert len(got - BANDIT_PAPERS) <= len(got) // 10  # at most 1 in 10 irrelevant
+    md = rv.markdown()
+    used = {int(n) for n in re.findall(r"\[(\d+)\](?!\s+\S+ —)", md.split("## References")[0])}
+    listed = {int(n) for n in re.findall(r"^\[(\d+)\] ", md, re.M)}
+    assert used == listed == set(range(1, len(rv.cited) + 1))
+    assert sum(len(t.entries) for t in rv.themes) == len(rv.cited)
+
+
+def test_bibtex_has_exactly_the_cited_entries_and_round_trips(answerer, tmp_path):
+    rv = review(answerer, "optimal transport")
+    lib = bibtexparser.parse_string(rv.bibtex())
+    assert not lib.failed_blocks
+    assert {e.key for e in lib.entries} == set(rv.keys().values())
+    assert len(lib.entries) == len(rv.cited)
+    pandoc = rv.markdown("pandoc")
+    assert set(re.findall(r"\[@([^\]]+)\]", pandoc)) == set(rv.keys().values())
+    first = lib.entries[0]
+    assert first.fields_dict["year"].value == "2024"
+    assert first.fields_dict["abstract"].value.startswith(rv.cited[0].text[:40])
+
+
+def test_citation_keys_are_stable_and_unique(seeded_index):
+    entries = seeded_index.store.entries()
+    keys = citation_keys(entries)
+    assert len(set(keys.values())) == len(entries)
+    assert keys == citation_keys(list(reversed(entries)))
+    assert keys[next(e.id for e in entries if e.label == "BiLLM")] == "billm2024"
+
+
+def test_uncovered_topic_gives_a_not_covered_report(answerer):
+    rv = review(answerer, "sourdough bread baking recipes")
+    assert rv.refused and not rv.cited and rv.closest
+    assert "does not cover" in rv.markdown()
+
+
+def test_grouping_splits_unrelated_vectors():
+    import numpy as np
+
+    v = np.array([[1, 0], [0.99, 0.14], [0, 1], [0.1, 0.99]], dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    assert sorted(map(sorted, group(list("abcd"), v, 0.5))) == [[0, 1], [2, 3]]
+
+
+@pytest.mark.model
+def test_cli_review_with_real_model_writes_markdown_and_bib(seeded_index, tmp_path):
+    from rag.cli import main
+
+    md, bib = tmp_path / "r.md", tmp_path / "r.bib"
+    res = CliRunner().invoke(main, ["review", "--json", "--data-dir", str(seeded_index.settings.data_dir),
+                                    "bandits", "--out", str(md), "--bib", str(bib)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert not data["refused"] and data["themes"]
+    assert data["markdown"] == md.read_text()
+    ids = {c["id"] for c in data["citations"]}
+    assert ids == {i for t in data["themes"] for i in t["entries"]}
+    assert len(bibtexparser.parse_string(bib.read_text()).entries) == len(ids)

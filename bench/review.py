@@ -1,0 +1,89 @@
+"""Review quality and speed: `rag review` over the topics in eval/topics.jsonl.
+
+    python bench/review.py [--data-dir DIR]
+
+For each topic: entries reviewed, recall of the topic's gold entries, the share of
+citations that are not gold, and the wall time with the default model. The target
+is a review of about ten entries within a minute on this machine; the raw baseline
+is the model time alone (the llama.cpp calls the review made), so the ratio shows
+what retrieval, grouping and verification add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rag.answer import Answerer
+from rag.config import Settings
+from rag.index import Index
+from rag.llm import load_model
+from rag.prompts import load
+from rag.review import review
+
+
+class TimedModel:
+    """Passes calls through to the model and adds up the time spent in them."""
+
+    def __init__(self, model):
+        self._model = model
+        self.seconds = 0.0
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def stream(self, system, user, max_tokens):
+        t0 = time.perf_counter()
+        try:
+            yield from self._model.stream(system, user, max_tokens)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--topics", type=Path, default=Path("eval/topics.jsonl"))
+    ap.add_argument("--data-dir", type=Path, default=None)
+    args = ap.parse_args()
+    index = Index(Settings(data_dir=args.data_dir or Path(tempfile.mkdtemp(prefix="rag-bench-"))))
+    index.ensure_ingested()
+    model = TimedModel(load_model())
+    answerer = Answerer(index, model, load())
+    review(answerer, "warm-up topic: bandits")  # loads the ONNX session, warms llama.cpp
+
+    rows = []
+    print(f"{'topic':48} {'n':>3} {'recall':>7} {'irrelevant':>10} {'total s':>8} {'model s':>8}")
+    for line in args.topics.read_text().splitlines():
+        t = json.loads(line)
+        gold = {(g["path"], g["ordinal"]) for g in t["gold"]}
+        model.seconds = 0.0
+        t0 = time.perf_counter()
+        rv = review(answerer, t["topic"])
+        total = time.perf_counter() - t0
+        got = {(e.source.path, e.source.ordinal) for e in rv.cited}
+        recall = len(gold & got) / len(gold)
+        irrelevant = len(got - gold) / len(got) if got else 0.0
+        rows.append({"topic": t["topic"], "entries": len(got), "recall": recall,
+                     "irrelevant": irrelevant, "total_s": total, "model_s": model.seconds})
+        print(f"{t['topic'][:48]:48} {len(got):>3} {recall:>7.2f} {irrelevant:>10.2f} "
+              f"{total:>8.1f} {model.seconds:>8.1f}")
+    per_entry = statistics.median(r["total_s"] / r["entries"] for r in rows if r["entries"])
+    summary = {
+        "recall_mean": round(statistics.fmean(r["recall"] for r in rows), 3),
+        "irrelevant_share_mean": round(statistics.fmean(r["irrelevant"] for r in rows), 3),
+        "seconds_per_entry_median": round(per_entry, 2),
+        "ten_entry_review_s_estimate": round(10 * per_entry, 1),
+        "overhead_vs_model_time": round(sum(r["total_s"] for r in rows) / sum(r["model_s"] for r in rows) - 1, 3),
+        "largest_review": max(({"entries": r["entries"], "total_s": round(r["total_s"], 1)} for r in rows),
+                              key=lambda r: r["entries"]),
+    }
+    print("\ntargets: recall >= 0.8, irrelevant <= 0.1, ten-entry review <= 60 s")
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -29,11 +29,15 @@ def common(fn):
 
     @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
                   envvar="RAG_DATA_DIR", help="Index folder (default: a per-user data folder).")
+    @click.option("--chroma-url", envvar="RAG_CHROMA_URL",
+                  help="Use the Chroma server at this URL instead of the embedded store.")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
     @wraps(fn)
-    def wrapper(*args, data_dir, as_json, **kwargs):
+    def wrapper(*args, data_dir, chroma_url, as_json, **kwargs):
         try:
-            return fn(*args, settings=_settings(data_dir), as_json=as_json, **kwargs)
+            overrides = {"data_dir": data_dir, "chroma_url": chroma_url}
+            overrides |= {k: kwargs.pop(k) for k in ("model", "llm_url", "llm_model") if k in kwargs}
+            return fn(*args, settings=_settings(overrides), as_json=as_json, **kwargs)
         except RagError as e:
             err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
             sys.exit(e.exit_code)
@@ -44,13 +48,27 @@ def common(fn):
     return wrapper
 
 
-def _settings(data_dir: Path | None):
+def model_options(fn):
+    """Options of the commands that generate text."""
+
+    @click.option("--model", help="A GGUF chat model file (default: SmolLM2-135M) [RAG_MODEL].")
+    @click.option("--llm-url", help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 [RAG_LLM_URL].")
+    @click.option("--llm-model", help="The model name to ask the server for [RAG_LLM_MODEL].")
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _settings(overrides: dict):
     from pydantic import ValidationError
 
     from .config import Settings
 
     try:
-        return Settings(**({"data_dir": data_dir} if data_dir else {}))
+        # Options given on the command line win over RAG_* variables.
+        return Settings(**{k: v for k, v in overrides.items() if v})
     except ValidationError as e:
         first = e.errors()[0]
         raise UsageError(f"setting RAG_{str(first['loc'][0]).upper()}: {first['msg']}") from None
@@ -156,7 +174,7 @@ def search(query, k, queries, settings, as_json):
         print_hits(q, hits)
 
 
-def _answerer(settings, model: str | None):
+def _answerer(settings):
     from .answer import Answerer
     from .llm import load_model
     from .prompts import load
@@ -165,7 +183,9 @@ def _answerer(settings, model: str | None):
     index = _open_index(settings)
     with progress_bar("first run: indexing the bundled seeds", True) as cb:
         index.ensure_ingested(**cb)
-    return Answerer(index, load_model(model or settings.model), prompts)
+    model = load_model(settings.model, settings.llm_url, settings.llm_model,
+                       settings.llm_api_key, settings.llm_ctx)
+    return Answerer(index, model, prompts)
 
 
 def references(ans) -> str:
@@ -206,12 +226,12 @@ def print_answer_live(ask, question: str, *args):
 @click.option("--k", type=click.IntRange(1, 20), default=None, help="Entries to retrieve (default 5).")
 @click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
               help="Answer one question per line of this file.")
-@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file (default: SmolLM2-135M).")
+@model_options
 @common
-def ask(question, k, queries, model, settings, as_json):
+def ask(question, k, queries, settings, as_json):
     """Answer QUESTION from the collection; every sentence cites its entries."""
     qs = _queries(question, queries)
-    answerer = _answerer(settings, model)
+    answerer = _answerer(settings)
     for q in qs:
         if as_json:
             click.echo(json.dumps(answerer.ask(q, k).to_json()))
@@ -277,9 +297,9 @@ def _chat_command(conv, line: str, state: dict, con: Console) -> bool:
 
 @main.command()
 @click.option("--k", type=click.IntRange(1, 20), default=None, help="Entries to retrieve per turn.")
-@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file (default: SmolLM2-135M).")
+@model_options
 @common
-def chat(k, model, settings, as_json):
+def chat(k, settings, as_json):
     """A conversation with the collection (REPL with history and follow-ups).
 
     With stdin not a terminal, reads one turn per line (slash commands too) and
@@ -287,7 +307,7 @@ def chat(k, model, settings, as_json):
     "turn" and "rewritten_query"."""
     from .chat import Conversation
 
-    conv = Conversation(_answerer(settings, model), k)
+    conv = Conversation(_answerer(settings), k)
     state = {"debug": False}
     interactive = sys.stdin.isatty() and not as_json
     if interactive:
@@ -351,15 +371,15 @@ def chat(k, model, settings, as_json):
               help="Write the cited entries as BibTeX.")
 @click.option("--cite-style", type=click.Choice(["numeric", "pandoc"]), default="numeric",
               help="[n] markers, or [@key] markers for pandoc --citeproc with --bib.")
-@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file (default: SmolLM2-135M).")
+@model_options
 @common
-def review(topic, k, out_file, bib, cite_style, model, settings, as_json):
+def review(topic, k, out_file, bib, cite_style, settings, as_json):
     """A cited overview of what the collection holds on TOPIC, grouped by theme."""
     from .review import review as make_review
 
     if not topic.strip():
         raise UsageError('give a topic, e.g. rag review "bandit algorithms"')
-    answerer = _answerer(settings, model)
+    answerer = _answerer(settings)
     with progress_bar("reviewing", not as_json) as cb:
         def progress(total, label):
             if total is not None:
@@ -390,9 +410,9 @@ def review(topic, k, out_file, bib, cite_style, model, settings, as_json):
 @click.option("--split", type=click.Choice(["dev", "test", "all"]), default="all",
               help="Which part of the question set (test: held out from tuning).")
 @click.option("--k", type=click.IntRange(1, 50), default=None, help="Entries to retrieve.")
-@click.option("--model", envvar="RAG_MODEL", help="A GGUF chat model file.")
+@model_options
 @common
-def evaluate(questions, retrieval_only, split, k, model, settings, as_json):
+def evaluate(questions, retrieval_only, split, k, settings, as_json):
     """Run a question set through the pipeline and print its metrics per kind."""
     from .evaluate import Table, answer_metrics, load_questions, retrieval_metrics
 
@@ -402,7 +422,7 @@ def evaluate(questions, retrieval_only, split, k, model, settings, as_json):
         index.ensure_ingested()
         answerer = None
     else:
-        answerer = _answerer(settings, model)
+        answerer = _answerer(settings)
         index = answerer.index
     table = Table()
     with progress_bar("evaluating", not as_json) as cb:

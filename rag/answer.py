@@ -221,12 +221,18 @@ class Answerer:
         if _DETAIL.search(question):
             names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
             absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
-        if not absent and _QUANTITY.search(question):
+        quantity, named = _QUANTITY.search(question), _WHICH_NAME.search(question)
+        if not absent and (quantity or named):
             qvec = self.index.embedder.encode([question])[0]
-            sents, vecs = self.verifier.source_sentences(kept[0].entry)
-            near = [sents[i] for i in np.argsort(-(vecs @ qvec))[:3]]
-            if not any(re.search(r"\d", s) for s in near):
-                absent = [f"the {_QUANTITY.search(question).group('what') or 'figure'} asked for"]
+            near = self.verifier.closest_sentences(kept[0].entry, qvec, 3)
+            if quantity and not any(re.search(r"\d", s) for s in near):
+                absent = [f"the {quantity.group('what') or 'figure'} asked for"]
+            # "Which LLM ...?" wants a name; the matching sentences must hold one
+            # that the question does not already give.
+            asked = {t.lower() for t in specific_terms(question)}
+            if named and not quantity and not any(t.lower() not in asked for s in near
+                                                  for t in specific_terms(s)):
+                absent = [f"which {named.group(1)}"]
         return absent
 
     def evidence(self, entry: Entry, n: int, question: str, qvec: np.ndarray, quotes: int,
@@ -275,6 +281,7 @@ class Answerer:
 _DETAIL = re.compile(r"\b(how (many|much|long|large|fast)|which|what (is|are) the|what \w+ (does|did|do))\b", re.I)
 _QUANTITY = re.compile(r"\bhow (many|much)\b|\bwhat (?:\w+ ){0,2}(?P<what>score|accuracy|error|speedup|"
                        r"perplexity|pass rate|rate|percentage|value)\b", re.I)
+_WHICH_NAME = re.compile(r"\bwhich (?!papers?\b|works?\b|stud|methods?\b|approach|ones?\b)([a-z]\w+)", re.I)
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")
 _QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Where Why Who".split())
 

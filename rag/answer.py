@@ -105,7 +105,7 @@ class Answer:
 _CLEAN = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]|\*\*|^(?:answer|response)\s*:\s*", re.I | re.M)
 
 
-_PREAMBLE = re.compile(r"^(?:the )?answer(?: to (?:this|the) question)?(?: is)?\s*:\s*", re.I)
+_PREAMBLE = re.compile(r"^(?:the )?answer(?: to (?:this|the) question)?(?: is)?(?:\s*:|\s+that\b)\s*", re.I)
 
 
 def clean(generated: str) -> list[str]:

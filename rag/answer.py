@@ -25,6 +25,7 @@ from .index import Index
 from .llm import ChatModel
 from .prompts import Prompts
 from .records import Entry, Hit
+from .lexical import terms
 from .text import content_words, sentences, specific_terms
 from .verify import Verifier, missing_terms
 
@@ -128,21 +129,25 @@ class Answerer:
         self.prompts = prompts
         self.verifier = Verifier(index.embedder.encode)
 
-    def _context(self, entry: Entry, qvec: np.ndarray) -> str:
-        """The abstract's sentences most related to the question, in their order,
-        within the per-call token budget (and always within the model's window)."""
-        sents, vecs = self.verifier.source_sentences(entry)
+    def _context(self, entry: Entry, question: str) -> str:
+        """The abstract's sentences that share the question's rarest terms (then the
+        earliest), in their order, within the per-call token budget and always within
+        the model's window. Lexical on purpose: embedding the sentences here would
+        delay the first token."""
+        sents = sentences(entry.text) or [entry.text]
+        lexical = self.index.lexical()
+        asked = set(terms(question))
+        weight = [sum(lexical.idf(t) for t in asked & set(terms(s))) for s in sents]
         budget = min(CONTEXT_TOKENS, self.model.n_ctx - ANSWER_TOKENS - 160)
         chosen, used = set(), 0
-        for i in np.argsort(-(vecs @ qvec)):
+        for i in sorted(range(len(sents)), key=lambda i: (-weight[i], i)):
             n = self.model.count_tokens(sents[i])
-            if used + n > budget:
-                continue
-            chosen.add(int(i))
-            used += n
+            if used + n <= budget:
+                chosen.add(i)
+                used += n
         if not chosen:  # one sentence longer than the budget: cut it by words
-            words = sents[int(np.argmax(vecs @ qvec))].split()
-            return " ".join(words[: max(budget * 2 // 3, 1)])
+            best = max(range(len(sents)), key=lambda i: (weight[i], -i))
+            return " ".join(sents[best].split()[: max(budget * 2 // 3, 1)])
         return " ".join(sents[i] for i in sorted(chosen))
 
     def ask(self, question: str, k: int | None = None, *, query: str | None = None,
@@ -189,7 +194,7 @@ class Answerer:
                 emit(Sentence(f"The abstract of {kept[0].entry.label} does not report "
                               f"{_join(absent)}", [n], "verified"))
             else:
-                qvec = self.index.embedder.encode([question])[0]
+                qvec = self.index.query_vector(question)
                 try:
                     for i, hit in enumerate(kept):
                         n = num(hit.entry)
@@ -223,7 +228,7 @@ class Answerer:
             absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
         quantity, named = _QUANTITY.search(question), _WHICH_NAME.search(question)
         if not absent and (quantity or named):
-            qvec = self.index.embedder.encode([question])[0]
+            qvec = self.index.query_vector(question)
             near = self.verifier.closest_sentences(kept[0].entry, qvec, 3)
             if quantity and not any(re.search(r"\d", s) for s in near):
                 absent = [f"the {quantity.group('what') or 'figure'} asked for"]
@@ -243,7 +248,7 @@ class Answerer:
         least one when no statement passed). ``prompt`` names the user template and
         any values it needs beyond the abstract and the question."""
         name, extra = prompt
-        values = {"abstract": self._context(entry, qvec), "question": question} | extra
+        values = {"abstract": self._context(entry, question), "question": question} | extra
         needed = {k: v for k, v in values.items() if "{" + k + "}" in self.prompts.templates[name]}
         user = self.prompts.render(name, **needed)
         parts = []

@@ -29,6 +29,7 @@ class Index:
         self.settings = settings or Settings()
         self._embedder = embedder
         self._lexical: tuple[str, LexicalIndex] | None = None
+        self._last_query: tuple[str, object] = ("", None)
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -131,13 +132,19 @@ class Index:
         if not query:
             raise UsageError("empty query; type a question or keywords")
         k = k or self.settings.k
-        if self.store.count() == 0:
+        lexical = self.lexical()
+        if not lexical.ids:
             return []
-        qvec = self.embedder.encode([query])[0]
-        return retrieve.rank(self.store, self.lexical(), qvec, query, k)
+        return retrieve.rank(self.store, lexical, self.query_vector(query), query, k)
 
     def score_entries(self, query: str, entries: Sequence[Entry]) -> list[Hit]:
         """Given entries as hits scored against ``query``, in the order given."""
-        qvec = self.embedder.encode([query])[0]
-        return retrieve.rank(self.store, self.lexical(), qvec, query, len(entries),
-                             only=[e.id for e in entries])
+        return retrieve.rank(self.store, self.lexical(), self.query_vector(query), query,
+                             len(entries), only=[e.id for e in entries])
+
+    def query_vector(self, text: str):
+        """The embedding of a query; the last one is kept, as answering a question
+        needs the vector its retrieval just computed."""
+        if self._last_query[0] != text:
+            self._last_query = (text, self.embedder.encode([text])[0])
+        return self._last_query[1]

@@ -49,6 +49,7 @@ class LexicalIndex:
         self._idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
         self._max_idf = math.log(1 + (n + 0.5) / 0.5)
         self._doc_terms = [frozenset(d) for d in docs]
+        self.row_of = {e: r for r, e in enumerate(ids)}
 
     @classmethod
     def cached(cls, cache_dir: Path, revision: str, load_corpus) -> "LexicalIndex":

@@ -49,7 +49,7 @@ def candidates(store, lexical: LexicalIndex, qvec: np.ndarray, query: str,
             if h.entry_id not in best or h.similarity > best[h.entry_id][0]:
                 best[h.entry_id] = (h.similarity, h.text)
     bm25 = lexical.scores(query)
-    row_of = {e: r for r, e in enumerate(lexical.ids)}
+    row_of = lexical.row_of
     top_lex = [lexical.ids[r] for r in np.argsort(-bm25)[:_LEXICAL_POOL] if bm25[r] > 0]
     missing = [e for e in (only if only is not None else top_lex) if e not in best]
     for e, h in store.chunk_similarities(qvec, missing).items():

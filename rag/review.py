@@ -147,7 +147,7 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     rv.themes = [Theme(theme_name([entries[i] for i in c], entries, topic), [entries[i] for i in c])
                  for c in clusters]
     question = f"What does this paper contribute to {topic}?"
-    qvec = index.embedder.encode([topic])[0]
+    qvec = index.query_vector(topic)
     if progress:
         progress(len(entries), "")
     for theme in rv.themes:

@@ -139,7 +139,7 @@ def ingest(paths, rebuild, settings, as_json):
         sys.exit(2)
 
 
-def _queries(query: str | None, queries: Path | None) -> list[str]:
+def _queries(query: str | None, queries: Path | None, command: str = "search") -> list[str]:
     if queries:
         try:
             lines = [q.strip() for q in queries.read_text(encoding="utf-8").splitlines()]
@@ -150,7 +150,8 @@ def _queries(query: str | None, queries: Path | None) -> list[str]:
             raise UsageError(f"{queries} has no queries; put one query per line")
         return lines
     if not query or not query.strip():
-        raise UsageError('give a query, e.g. rag search "optimal transport", or --queries FILE')
+        raise UsageError(f'give a question, e.g. rag {command} "Which papers study bandits?", '
+                         "or --queries FILE")
     return [query]
 
 
@@ -230,7 +231,7 @@ def print_answer_live(ask, question: str, *args):
 @common
 def ask(question, k, queries, settings, as_json):
     """Answer QUESTION from the collection; every sentence cites its entries."""
-    qs = _queries(question, queries)
+    qs = _queries(question, queries, "ask")
     answerer = _answerer(settings)
     for q in qs:
         if as_json:

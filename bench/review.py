@@ -75,6 +75,8 @@ def main() -> None:
     summary = {
         "recall_mean": round(statistics.fmean(r["recall"] for r in rows), 3),
         "irrelevant_share_mean": round(statistics.fmean(r["irrelevant"] for r in rows), 3),
+        "irrelevant_share_pooled": round(sum(r["irrelevant"] * r["entries"] for r in rows)
+                                         / max(sum(r["entries"] for r in rows), 1), 3),
         "seconds_per_entry_median": round(per_entry, 2),
         "ten_entry_review_s_estimate": round(10 * per_entry, 1),
         "overhead_vs_model_time": round(sum(r["total_s"] for r in rows) / sum(r["model_s"] for r in rows) - 1, 3),

@@ -46,7 +46,7 @@ class Plan:
 
 # "How does BiLLM ...?" wants one paper, told well; "Which papers ...?" wants all
 # the relevant ones, each in a sentence. Both fitted on the dev questions.
-SINGLE = Plan(floor=0.12, relative=0.5, most=2, quotes=2)
+SINGLE = Plan(floor=0.12, relative=0.5, most=2, quotes=3)
 SURVEY = Plan(floor=0.05, relative=0.1, most=5, quotes=1)
 _SURVEY = re.compile(r"\b(which|what|are there|any|list) (\w+ )?(papers|works|studies|methods|approaches)\b", re.I)
 

@@ -8,8 +8,10 @@
 3. Evidence: for each kept entry, the model answers from that entry alone (short
    context, one source); the code attributes the statement to the entry.
 4. Verification: every generated sentence is checked against its source
-   (rag/verify.py); a failing one is replaced by the source sentence closest to
-   the question, quoted; citations can only name retrieved entries.
+   (rag/verify.py); one that fails, or only restates the question, is dropped.
+   The source sentences closest to the question are quoted after it (three for a
+   single-paper question, one when nothing else stands for an entry), so every
+   sentence is verified or the paper's own words; citations name retrieved entries.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from .verify import Verifier, missing_terms
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off).
 REFUSE_BELOW = 0.12
+CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
+ANSWER_TOKENS = 72
+SAME_SENTENCE = 0.9  # cosine above which two sentences say the same
+MIN_NOVEL_WORDS = 3  # content words a claim must add to the question
 
 
 @dataclass(frozen=True)
@@ -53,10 +59,6 @@ _SURVEY = re.compile(r"\b(which|what|are there|any|list) (\w+ )?(papers|works|st
 
 def plan_for(question: str) -> Plan:
     return SURVEY if _SURVEY.search(question) else SINGLE
-CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
-ANSWER_TOKENS = 72
-SAME_SENTENCE = 0.9
-MIN_NOVEL_WORDS = 3  # content words a claim must add to the question  # cosine above which two sentences say the same
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ class Sentence:
     cites: list[int]
     status: str  # "verified" | "quoted" | "uncited"
 
-    def render(self) -> str:
-        marks = "".join(f" [{n}]" for n in self.cites)
+    def render(self, marks: str | None = None) -> str:
+        """The sentence with its citation marks (``[1] [2]`` unless given, e.g.
+        pandoc's ``[@key]``); quoted source sentences in quotation marks."""
+        marks = " " + marks if marks else "".join(f" [{n}]" for n in self.cites)
         if not marks:
             return self.text
         if self.status == "quoted":

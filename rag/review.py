@@ -74,7 +74,7 @@ class Review:
         for t in self.themes:
             lines += [f"## {t.name}", ""]
             for e in t.entries:
-                body = " ".join(_sentence(s, mark(e)) for s in self.statements[e.id])
+                body = " ".join(s.render(mark(e)) for s in self.statements[e.id])
                 lines += [f"- **{e.label}** — {body}"]
             lines.append("")
         lines += ["## References", ""]
@@ -95,11 +95,6 @@ class Review:
                            "source": e.source.to_json()} for e in self.cited],
             "refused": self.refused,
         }
-
-
-def _sentence(s: Sentence, mark: str) -> str:
-    text = f"“{s.text}”" if s.status == "quoted" else s.text.rstrip(".")
-    return f"{text} {mark}" + ("" if s.status == "quoted" else ".")
 
 
 def group(entries: list[Entry], vectors: np.ndarray, threshold: float = THEME_SIMILARITY) -> list[list[int]]:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table as Table_
+from rich.table import Table
 from rich.padding import Padding
 from rich.text import Text
 
@@ -49,16 +49,14 @@ def common(fn):
 
 
 def model_options(fn):
-    """Options of the commands that generate text."""
-
-    @click.option("--model", help="A GGUF chat model file (default: SmolLM2-135M) [RAG_MODEL].")
-    @click.option("--llm-url", help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 [RAG_LLM_URL].")
-    @click.option("--llm-model", help="The model name to ask the server for [RAG_LLM_MODEL].")
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return wrapper
+    """Options of the commands that generate text (read by ``common``)."""
+    for option in (
+        click.option("--llm-model", help="The model name to ask the server for [RAG_LLM_MODEL]."),
+        click.option("--llm-url", help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 [RAG_LLM_URL]."),
+        click.option("--model", help="A GGUF chat model file (default: SmolLM2-135M) [RAG_MODEL]."),
+    ):
+        fn = option(fn)
+    return fn
 
 
 def _settings(overrides: dict):
@@ -407,7 +405,8 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
 
 @main.command(name="eval")
 @click.argument("questions", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--retrieval-only", is_flag=True, help="Skip generation (fast).")
+@click.option("--retrieval-only", is_flag=True,
+              help="Skip generation (fast); \"declined\" is then the score threshold alone.")
 @click.option("--split", type=click.Choice(["dev", "test", "all"]), default="all",
               help="Which part of the question set (test: held out from tuning).")
 @click.option("--k", type=click.IntRange(1, 50), default=None, help="Entries to retrieve.")
@@ -415,7 +414,7 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
 @common
 def evaluate(questions, retrieval_only, split, k, settings, as_json):
     """Run a question set through the pipeline and print its metrics per kind."""
-    from .evaluate import Table, answer_metrics, load_questions, retrieval_metrics
+    from .evaluate import Scores, answer_metrics, load_questions, retrieval_metrics
 
     qs = load_questions(questions, split)
     if retrieval_only:
@@ -425,7 +424,7 @@ def evaluate(questions, retrieval_only, split, k, settings, as_json):
     else:
         answerer = _answerer(settings)
         index = answerer.index
-    table = Table()
+    table = Scores()
     with progress_bar("evaluating", not as_json) as cb:
         cb.get("start", lambda n: None)(len(qs))
         for q in qs:
@@ -446,7 +445,7 @@ def evaluate(questions, retrieval_only, split, k, settings, as_json):
         click.echo(json.dumps({"questions": str(questions), "split": split, "metrics": summary}))
         return
     cols = sorted({c for row in summary.values() for c in row} - {"n"})
-    t = Table_(title=f"{questions} ({split})", title_justify="left")
+    t = Table(title=f"{questions} ({split})", title_justify="left")
     t.add_column("kind")
     t.add_column("n", justify="right")
     for c in cols:

@@ -79,7 +79,7 @@ def retrieval_metrics(q: Question, hits: list[Hit]) -> dict[str, float]:
 
 
 @dataclass
-class Table:
+class Scores:
     """Per-kind averages of per-question metric dicts."""
 
     rows: dict[str, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))

@@ -8,7 +8,7 @@ import pytest
 
 from rag.answer import Answer, Sentence
 from rag.errors import InputError
-from rag.evaluate import Question, Table, answer_metrics, fact_share, load_questions, retrieval_metrics
+from rag.evaluate import Question, Scores, answer_metrics, fact_share, load_questions, retrieval_metrics
 from rag.records import Entry, Hit, Source
 
 
@@ -62,8 +62,8 @@ def test_fact_match_is_normalised_token_containment():
     assert fact_share(("salient weights",), "weights only") == 0.0
 
 
-def test_table_averages_per_kind_and_base_kind():
-    t = Table()
+def test_scores_average_per_kind_and_base_kind():
+    t = Scores()
     t.add(SINGLE, {"recall@1": 1.0, "total_s": 1.0})
     t.add(Question("q3", "single-paraphrase", "?", frozenset({("f", 1)})), {"recall@1": 0.0, "total_s": 3.0})
     s = t.summary()

@@ -135,5 +135,5 @@ class Conversation:
 
 def _with_labels(question: str, entries: list[Entry]) -> str:
     """Name the referenced papers in the query so keyword search finds them too."""
-    cleaned = _BRACKET.sub("", question)
+    cleaned = " ".join(_BRACKET.sub("", question).split())
     return f"{cleaned} ({'; '.join(e.label for e in entries)})"

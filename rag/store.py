@@ -130,7 +130,10 @@ class Store:
 
     @property
     def revision(self) -> str:
-        return str((self._entries.metadata or {}).get("revision", ""))
+        """Changes on every write, by any process: read afresh (0.3 ms), so that a
+        long-running chat sees another process's ingest."""
+        fresh = self._client.get_collection(self._entries.name, embedding_function=None)
+        return str((fresh.metadata or {}).get("revision", ""))
 
     def _touch(self) -> None:
         meta = dict(self._entries.metadata or {})

@@ -93,3 +93,13 @@ def test_exact_method_name_finds_its_paper(seeded_index):
 def test_unrelated_query_scores_low(seeded_index):
     hits = seeded_index.search("recipes for sourdough bread baking", k=3)
     assert hits[0].score < 0.3
+
+
+def test_a_running_process_sees_another_processes_ingest(settings, seeds_copy, embedder, tmp_path):
+    reader = Index(settings, embedder=embedder)
+    reader.ingest([seeds_copy])
+    assert reader.search("sourdough starter hydration", k=1)[0].entry.label != "Sourdough"
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text('{"title": "Sourdough", "abstract": "We study sourdough starter hydration and bread rise."}\n')
+    Index(settings, embedder=embedder).ingest([extra])  # another writer
+    assert reader.search("sourdough starter hydration", k=1)[0].entry.label == "Sourdough"

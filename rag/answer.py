@@ -199,16 +199,17 @@ class Answerer:
                               f"{_join(absent)}", [n], "verified"))
             else:
                 qvec = self.index.query_vector(question)
+
+                def token(tok: str) -> None:
+                    if not first_token:
+                        first_token.append(time.perf_counter() - t0)
+                    if on_token:
+                        on_token(tok)
+
                 try:
                     for i, hit in enumerate(kept):
                         n = num(hit.entry)
                         quotes = plan.quotes if i == 0 or only else 0
-                        def token(tok: str) -> None:
-                            if not first_token:
-                                first_token.append(time.perf_counter() - t0)
-                            if on_token:
-                                on_token(tok)
-
                         for s in self.evidence(hit.entry, n, question, qvec, quotes, token):
                             ans.cited[n] = hit.entry
                             emit(s)
@@ -233,7 +234,7 @@ class Answerer:
         quantity, named = _QUANTITY.search(question), _WHICH_NAME.search(question)
         if not absent and (quantity or named):
             qvec = self.index.query_vector(question)
-            near = self.verifier.closest_sentences(kept[0].entry, qvec, 3)
+            near = [s for s, _ in self.verifier.closest_sentences(kept[0].entry, qvec, 3)]
             if quantity and not any(re.search(r"\d", s) for s in near):
                 absent = [f"the {quantity.group('what') or 'figure'} asked for"]
             # "Which LLM ...?" wants a name; the matching sentences must hold one
@@ -263,8 +264,7 @@ class Answerer:
         out: list[Sentence] = []
         said: list[np.ndarray] = []
 
-        def add(text: str, status: str) -> None:
-            vec = self.index.embedder.encode([text])[0]
+        def add(text: str, vec: np.ndarray, status: str) -> None:
             if any(float(vec @ v) > SAME_SENTENCE for v in said):
                 return
             said.append(vec)
@@ -277,12 +277,13 @@ class Answerer:
             novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
             if len(novel) < MIN_NOVEL_WORDS:
                 continue
-            if self.verifier.check(claim, entry).ok:
-                add(claim, "verified")
+            vec = self.index.embedder.encode([claim])[0]
+            if self.verifier.check(claim, entry, vec).ok:
+                add(claim, vec, "verified")
         # The source sentences closest to the question back the answer with the
         # paper's own words; one also stands in when every claim failed.
-        for best in self.verifier.closest_sentences(entry, qvec, max(quotes, 0 if out else 1)):
-            add(best, "quoted")
+        for best, vec in self.verifier.closest_sentences(entry, qvec, max(quotes, 0 if out else 1)):
+            add(best, vec, "quoted")
         return out
 
 

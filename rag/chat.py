@@ -114,8 +114,7 @@ class Conversation:
 
     def references(self, only_cited: bool = True) -> str:
         cited = {n for t in self.turns for n in t.answer.cited} if only_cited else set(self.entries)
-        return "\n".join(f"[{n}] {e.label} — {e.venue or 'no venue'}, {e.source.path} #{e.source.ordinal}"
-                         for n, e in sorted(self.entries.items()) if n in cited)
+        return "\n".join(e.reference(n) for n, e in sorted(self.entries.items()) if n in cited)
 
     def transcript(self) -> str:
         """The conversation as Markdown with one reference list at the end."""

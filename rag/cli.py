@@ -188,8 +188,7 @@ def _answerer(settings):
 
 
 def references(ans) -> str:
-    return "\n".join(f"[{n}] {e.label} — {e.venue or 'no venue'}, {e.source.path} #{e.source.ordinal}"
-                      for n, e in sorted(ans.cited.items()))
+    return "\n".join(e.reference(n) for n, e in sorted(ans.cited.items()))
 
 
 def print_answer_live(ask, question: str, *args):

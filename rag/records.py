@@ -37,6 +37,11 @@ class Entry:
     url: str = ""
     doi: str = ""
 
+    def reference(self, n: int) -> str:
+        """The reference-list line: ``[n] label — venue, path #ordinal`` (the label is
+        the title when there is one)."""
+        return f"[{n}] {self.label} — {self.venue or 'no venue'}, {self.source.path} #{self.source.ordinal}"
+
     def metadata(self) -> dict[str, str | int]:
         """Flat metadata as stored next to the vectors (Chroma takes scalars only)."""
         meta = {k: v for k, v in asdict(self).items() if k not in ("text", "source", "id")}

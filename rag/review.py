@@ -79,8 +79,7 @@ class Review:
             lines.append("")
         lines += ["## References", ""]
         if cite_style != "pandoc":  # pandoc --citeproc writes the list itself
-            lines += [f"[{self.numbers[e.id]}] {e.title or e.label} — {e.venue or 'no venue'}, "
-                      f"{e.source.path} #{e.source.ordinal}  " for e in self.cited]
+            lines += [f"{e.reference(self.numbers[e.id])}  " for e in self.cited]
         return "\n".join(lines) + "\n"
 
     def bibtex(self) -> str:
@@ -135,14 +134,11 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     index = answerer.index
     rv = Review(topic=topic)
     hits = index.search(topic, max(k or REVIEW_POOL, 1))
-    if not hits or hits[0].score < REFUSE_BELOW:
-        rv.refused, rv.closest = True, hits[:5]
-        return rv
     lexical = index.lexical()
     coverage = lexical.coverage(topic, [lexical.row_of[h.entry.id] for h in hits])
     kept = [h for h, c in zip(hits, coverage)
             if h.score >= KEEP_ABOVE and (c >= 0.99 or h.dense >= TOPIC_DENSE)]
-    if not kept:
+    if not hits or hits[0].score < REFUSE_BELOW or not kept:
         rv.refused, rv.closest = True, hits[:5]
         return rv
     entries = [h.entry for h in kept]

@@ -71,13 +71,14 @@ class Verifier:
         i = int(np.argmax(sims))
         return sents[i], float(sims[i])
 
-    def closest_sentences(self, entry: Entry, vec: np.ndarray, n: int) -> list[str]:
-        """The ``n`` sentences closest to ``vec``, in the abstract's order."""
+    def closest_sentences(self, entry: Entry, vec: np.ndarray, n: int) -> list[tuple[str, np.ndarray]]:
+        """The ``n`` sentences closest to ``vec`` with their vectors, in the abstract's order."""
         sents, vecs = self.source_sentences(entry)
-        return [sents[i] for i in sorted(np.argsort(-(vecs @ vec))[:n])]
+        return [(sents[i], vecs[i]) for i in sorted(np.argsort(-(vecs @ vec))[:n])]
 
-    def check(self, claim: str, entry: Entry) -> Verdict:
-        best, sim = self.closest(entry, self._embed([claim])[0])
+    def check(self, claim: str, entry: Entry, vec: np.ndarray | None = None) -> Verdict:
+        """``vec``: the claim's embedding when the caller already has it."""
+        best, sim = self.closest(entry, self._embed([claim])[0] if vec is None else vec)
         missing = missing_terms(claim, entry.text)
         # Titles or phrases in quotation marks must be the source's own words.
         missing += [q for q in _QUOTED.findall(claim) if q.lower() not in entry.text.lower()]

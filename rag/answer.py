@@ -28,7 +28,7 @@ from .llm import ChatModel
 from .prompts import Prompts
 from .records import Entry, Hit
 from .lexical import terms
-from .text import content_words, sentences, specific_terms
+from .text import URL, content_words, is_survey, sentences, specific_terms
 from .verify import Verifier, missing_terms
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off).
@@ -53,12 +53,9 @@ class Plan:
 # "How does BiLLM ...?" wants one paper, told well; "Which papers ...?" wants all
 # the relevant ones, each in a sentence. Both fitted on the dev questions.
 SINGLE = Plan(floor=0.12, relative=0.5, most=2, quotes=3)
-SURVEY = Plan(floor=0.05, relative=0.1, most=5, quotes=1)
-_SURVEY = re.compile(r"\b(which|what|are there|any|list) (\w+ )?(papers|works|studies|methods|approaches)\b", re.I)
-
-
+SURVEY = Plan(floor=0.05, relative=0.05, most=5, quotes=1)
 def plan_for(question: str) -> Plan:
-    return SURVEY if _SURVEY.search(question) else SINGLE
+    return SURVEY if is_survey(question) else SINGLE
 
 
 @dataclass(frozen=True)
@@ -195,7 +192,7 @@ class Answerer:
                 ans.refused = True
                 n = num(kept[0].entry)
                 ans.cited[n] = kept[0].entry
-                emit(Sentence(f"The abstract of {kept[0].entry.label} does not report "
+                emit(Sentence(f"The abstract of {kept[0].entry.name} does not report "
                               f"{_join(absent)}", [n], "verified"))
             else:
                 qvec = self.index.query_vector(question)
@@ -226,22 +223,26 @@ class Answerer:
         after a detail ("which hardware", "what score"), also capitalised names
         ("Dice", "Cerebras"); and for a question after a figure ("how many"), a
         number in the sentences of the top entry that match the question."""
-        text = " ".join(h.entry.text + " " + h.entry.label for h in kept)
+        # A name that occurs only in a link ("github.com/CerebrasResearch/...") is
+        # not something the abstract reports.
+        text = URL.sub(" ", " ".join(h.entry.text + " " + h.entry.label for h in kept))
         absent = missing_terms(question, text)
         if _DETAIL.search(question):
             names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
             absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
-        quantity, named = _QUANTITY.search(question), _WHICH_NAME.search(question)
+        # "Which papers ...?" asks for papers, not for a detail of one.
+        quantity, named = ((None, None) if is_survey(question)
+                           else (_QUANTITY.search(question), _WHICH_NAME.search(question)))
         if not absent and (quantity or named):
             qvec = self.index.query_vector(question)
             near = [s for s, _ in self.verifier.closest_sentences(kept[0].entry, qvec, 3)]
-            if quantity and not any(re.search(r"\d", s) for s in near):
+            if quantity and not any(_FIGURE.search(s) for s in near):
                 absent = [f"the {quantity.group('what') or 'figure'} asked for"]
             # "Which LLM ...?" wants a name; the matching sentences must hold one
             # that the question does not already give.
             asked = {t.lower() for t in specific_terms(question)}
-            if named and not quantity and not any(t.lower() not in asked for s in near
-                                                  for t in specific_terms(s)):
+            if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit()
+                                                  for s in near for t in specific_terms(s)):
                 absent = [f"which {named.group(1)}"]
         return absent
 
@@ -289,8 +290,11 @@ class Answerer:
 
 # Questions after one detail of a paper, and those after a figure.
 _DETAIL = re.compile(r"\b(how (many|much|long|large|fast)|which|what (is|are) the|what \w+ (does|did|do))\b", re.I)
-_QUANTITY = re.compile(r"\bhow (many|much)\b|\bwhat (?:\w+ ){0,2}(?P<what>score|accuracy|error|speedup|"
-                       r"perplexity|pass rate|rate|percentage|value)\b", re.I)
+_QUANTITY = re.compile(r"\bhow (many|much)\b|\b(?:what|which) (?:[\w()-]+ ){0,3}(?P<what>score|accuracy|"
+                       r"error|speedup|perplexity|pass rate|rate|percentage|value)\b", re.I)
+# A figure an abstract reports ("1.08-bit", "90%", "12 points"), not a digit inside a
+# name ("LLaMA-7B", "C4").
+_FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 _WHICH_NAME = re.compile(r"\bwhich (?!papers?\b|works?\b|stud|methods?\b|approach|ones?\b)([a-z]\w+)", re.I)
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")
 _QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Where Why Who".split())

@@ -42,6 +42,12 @@ class Entry:
         the title when there is one)."""
         return f"[{n}] {self.label} — {self.venue or 'no venue'}, {self.source.path} #{self.source.ordinal}"
 
+    @property
+    def name(self) -> str:
+        """How a sentence can name the paper: its title or method name; a label made
+        of the abstract's first words (they end in "…") names nothing."""
+        return "this paper" if self.label.endswith("…") else self.label
+
     def metadata(self) -> dict[str, str | int]:
         """Flat metadata as stored next to the vectors (Chroma takes scalars only)."""
         meta = {k: v for k, v in asdict(self).items() if k not in ("text", "source", "id")}

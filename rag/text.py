@@ -25,6 +25,33 @@ there's is there any all across over via new novel existing researchers research
 """.split())
 
 
+# The frame of a survey question ("Which papers ...", "... and for what purpose?")
+# names no topic; embedded, it only pulls every survey question toward each other.
+_FRAME = re.compile(
+    r"^\s*(?:(?:which|what) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)"
+    r"(?: in (?:the|this) collection)?(?: are there)?"
+    r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?)\b",
+    re.I)
+_FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|their|purpose)\b[^?]*\??\s*$", re.I)
+
+
+def is_survey(question: str) -> bool:
+    """A question after every paper on a topic rather than after one paper."""
+    return bool(_FRAME.match(question))
+
+
+def focus(query: str) -> str:
+    """A survey question without its frame; any other query unchanged."""
+    rest, framed = _FRAME.subn(" ", query)
+    if not framed:
+        return query
+    rest = " ".join(_FRAME_TAIL.sub(" ", rest).split())
+    return rest if _WORD.search(rest) else query
+
+
+URL = re.compile(r"\b(?:https?://|www\.|github\.com/)\S+", re.I)
+
+
 def sentences(text: str) -> list[str]:
     """Split an abstract into sentences; keeps every character but whitespace."""
     parts = [s.strip() for s in _SENT_END.split(text.strip())]

@@ -73,6 +73,15 @@ def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
     assert ans.text == "The abstract of BiLLM does not report C4 [1]."
 
 
+def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
+    # Cerebras occurs only in the paper's code link (github.com/CerebrasResearch/...).
+    ans, model = answer_with("How much wall-clock training speedup does Sparse-IFT give on "
+                             "Cerebras hardware?", "It is 3.")
+    assert ans.refused and model.prompts == []
+    assert "Sparse-IFT" in ans.cited[1].text
+    assert ans.text == "The abstract of this paper does not report Cerebras [1]."
+
+
 def test_context_never_exceeds_the_model_window(answer_with):
     ans, model = answer_with(BILLM_Q, "Fine.", n_ctx=400)
     assert model.prompts and all(model.count_tokens(p) <= 400 - 72 for p in model.prompts)

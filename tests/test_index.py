@@ -10,6 +10,7 @@ from rag.config import Settings
 from rag.errors import IndexMismatchError
 from rag.index import Index
 from rag.store import IndexInfo, Store
+from rag.text import focus
 
 FILE = "003_635826d5ffaa2f6c.txt"
 
@@ -103,3 +104,23 @@ def test_a_running_process_sees_another_processes_ingest(settings, seeds_copy, e
     extra.write_text('{"title": "Sourdough", "abstract": "We study sourdough starter hydration and bread rise."}\n')
     Index(settings, embedder=embedder).ingest([extra])  # another writer
     assert reader.search("sourdough starter hydration", k=1)[0].entry.label == "Sourdough"
+
+
+@pytest.mark.parametrize("question, query", [
+    ("Which papers use optimal transport as a core tool, and for what purpose?",
+     "use optimal transport as a core tool"),
+    ("Are there any papers on bandits?", "bandits?"),
+    # Not a survey question: the second clause is what is asked.
+    ("What is Sparse-IFT, and what accuracy gains do they report?",
+     "What is Sparse-IFT, and what accuracy gains do they report?"),
+    ("Which papers?", "Which papers?"),
+])
+def test_survey_frame_is_not_searched_for(question, query):
+    assert focus(question) == query
+
+
+def test_survey_question_finds_what_its_topic_finds(seeded_index):
+    framed = seeded_index.search("Which papers study optimal transport, and what do they use it for?", 3)
+    bare = seeded_index.search("study optimal transport", 3)
+    assert [h.entry.id for h in framed] == [h.entry.id for h in bare]
+    assert framed[0].score == pytest.approx(bare[0].score)

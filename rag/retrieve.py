@@ -3,9 +3,10 @@
 Each candidate entry gets three signals: ``dense`` (cosine of its best chunk),
 ``bm25`` (relative to the query's best BM25 score) and ``coverage`` (the idf share of
 the query's terms that occur in the entry, comparable across queries). A logistic
-model over them, fitted on the dev half of ``eval/questions.jsonl`` by
-``bench/calibrate.py``, gives both the ranking and a relevance score in [0, 1] that
-reads as "probability this entry answers the question".
+model over them, fitted by ``bench/calibrate.py`` on the dev questions
+(``eval/questions.jsonl`` dev split and ``eval/holdout.jsonl``), gives both the
+ranking and a relevance score in [0, 1] that reads as "probability this entry
+answers the question".
 """
 
 from __future__ import annotations

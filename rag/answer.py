@@ -56,6 +56,8 @@ class Plan:
 # (eval/questions.jsonl dev split and eval/holdout.jsonl).
 SINGLE = Plan(floor=0.08, relative=0.7, most=2, quotes=3)
 SURVEY = Plan(floor=0.03, relative=0.1, most=5, quotes=1)
+
+
 def plan_for(question: str) -> Plan:
     return SURVEY if is_survey(question) else SINGLE
 

@@ -133,23 +133,20 @@ class Index:
         if not query:
             raise UsageError("empty query; type a question or keywords")
         k = k or self.settings.k
-        query = focus(query)
         lexical = self.lexical()
         if not lexical.ids:
             return []
-        return retrieve.rank(self.store, lexical, self.query_vector(query), query, k)
+        return retrieve.rank(self.store, lexical, self.query_vector(query), focus(query), k)
 
     def score_entries(self, query: str, entries: Sequence[Entry]) -> list[Hit]:
         """Given entries as hits scored against ``query``, in the order given."""
-        query = focus(query)
-        return retrieve.rank(self.store, self.lexical(), self.query_vector(query), query,
+        return retrieve.rank(self.store, self.lexical(), self.query_vector(query), focus(query),
                              len(entries), only=[e.id for e in entries])
 
     def query_vector(self, text: str):
         """The embedding of a query (without a survey question's frame); the last
         one is kept, as answering a question needs the vector its retrieval just
         computed."""
-        text = focus(text)
         if self._last_query[0] != text:
-            self._last_query = (text, self.embedder.encode([text])[0])
+            self._last_query = (text, self.embedder.encode([focus(text)])[0])
         return self._last_query[1]

@@ -122,9 +122,17 @@ def clean(generated: str) -> list[str]:
     text = text[:1].upper() + text[1:]
     out: list[str] = []
     for s in sentences(text):
+        # The model copies the abstract's voice; "We propose" in an answer would read
+        # as the assistant's own claim.
+        s = _FIRST_PERSON.sub(lambda m: _THIRD_PERSON[m.group(0)], s)
         if len(s.split()) >= 5 and s[-1] in ".!" and s not in out and not s.lower().startswith("question"):
             out.append(s)
     return out[:2]
+
+
+_THIRD_PERSON = {"We": "The authors", "we": "the authors", "Our": "Their", "our": "their",
+                 "us": "them", "ours": "theirs"}
+_FIRST_PERSON = re.compile(r"\b(?:We|we|Our|our|us|ours)\b")
 
 
 class Answerer:

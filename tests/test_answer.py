@@ -55,6 +55,11 @@ def test_model_written_citation_markers_are_removed():
         "BiLLM binarizes weights with residual approximation.", "More text is written here now."]
 
 
+def test_statements_are_in_the_third_person():
+    assert clean("We propose BiLLM, our new scheme that lets us binarize weights.") == [
+        "The authors propose BiLLM, their new scheme that lets them binarize weights."]
+
+
 def test_polarity_flip_fails_verification(answer_with):
     ans, _ = answer_with(BILLM_Q, "BiLLM does not outperform SOTA quantization methods of LLM by significant margins.")
     assert all(s.status == "quoted" for s in ans.sentences)

@@ -144,8 +144,10 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     entries = [h.entry for h in kept]
     vectors = index.store.entry_vectors([e.id for e in entries])
     clusters = group(entries, vectors)
-    rv.themes = [Theme(theme_name([entries[i] for i in c], entries, topic), [entries[i] for i in c])
-                 for c in clusters]
+    # One group is the topic itself: terms "particular" to all of it name nothing.
+    rv.themes = ([Theme(topic[:1].upper() + topic[1:], entries)] if len(clusters) == 1 else
+                 [Theme(theme_name([entries[i] for i in c], entries, topic), [entries[i] for i in c])
+                  for c in clusters])
     question = f"What does this paper contribute to {topic}?"
     qvec = index.query_vector(topic)
     if progress:

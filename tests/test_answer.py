@@ -71,6 +71,15 @@ def test_uncovered_question_is_declined_without_calling_the_model(answer_with):
     assert "does not cover" in ans.text
 
 
+def test_weak_match_is_answered_with_a_caution_first(answer_with):
+    weak, _ = answer_with("How can spiking neural networks be trained efficiently for neuromorphic "
+                          "hardware?", "Spiking networks are trained with surrogate gradients.")
+    assert not weak.refused and weak.retrieved[0].score < 0.3
+    assert weak.sentences[0].status == "uncited" and "only weakly" in weak.sentences[0].text
+    strong, _ = answer_with(BILLM_Q, "BiLLM binarizes weights.")
+    assert all("only weakly" not in s.text for s in strong.sentences)
+
+
 def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
     ans, model = answer_with("What perplexity does BiLLM reach on the C4 dataset?", "BiLLM reaches 5.1 on C4.")
     assert ans.refused and model.prompts == []

@@ -148,7 +148,7 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     rv.themes = ([Theme(topic[:1].upper() + topic[1:], entries)] if len(clusters) == 1 else
                  [Theme(theme_name([entries[i] for i in c], entries, topic), [entries[i] for i in c])
                   for c in clusters])
-    question = f"What does this paper contribute to {topic}?"
+    question = f"What does this paper propose or show about {topic}?"
     qvec = index.query_vector(topic)
     if progress:
         progress(len(entries), "")

@@ -2,9 +2,11 @@
 
 1. Retrieve; when the best relevance score is below ``REFUSE_BELOW`` the collection
    does not cover the question: say so, list the closest entries, call no model.
+   Below ``WEAK_MATCH`` the answer opens with a caution.
 2. Near miss: when the question names specifics (a dataset, a number, a model) that
    none of the kept entries contains, say that the top paper's abstract does not
-   report them, citing it, instead of answering around the gap.
+   report them, citing it, instead of answering around the gap. When the gap is
+   only inferred and the question asks something else too, answer, then say so.
 3. Evidence: for each kept entry, the model answers from that entry alone (short
    context, one source); the code attributes the statement to the entry.
 4. Verification: every generated sentence is checked against its source

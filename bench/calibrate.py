@@ -35,9 +35,8 @@ def collect(index: Index, questions):
     by_id = {e.id: e for e in index.store.entries()}
     rows = []
     for q in questions:
-        query = focus(q.question)  # as Index.search does
-        qvec = index.embedder.encode([query])[0]
-        cands = retrieve.candidates(index.store, lexical, qvec, query)
+        # The vector and the lexical query Index.search would use.
+        cands = retrieve.candidates(index.store, lexical, index.query_vector(q.question), focus(q.question))
         rows.append((q, [(c, (by_id[c.entry_id].source.path, by_id[c.entry_id].source.ordinal) in q.gold)
                          for c in cands]))
     return rows

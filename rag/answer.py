@@ -327,7 +327,11 @@ _QUANTITY = re.compile(r"\bhow (many|much)\b|\b(?:what|which) (?:[\w()-]+ ){0,3}
 # A figure an abstract reports ("1.08-bit", "90%", "12 points"), not a digit inside a
 # name ("LLaMA-7B", "C4").
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
-_WHICH_NAME = re.compile(r"\bwhich (?!papers?\b|works?\b|stud|methods?\b|approach|ones?\b)([a-z]\w+)", re.I)
+# "Which LLM ...", "on which hardware ...": a question word, not a relative pronoun
+# ("a model which improves") nor "choosing which of several".
+_WHICH_NAME = re.compile(r"(?:^|[,;:]\s*|\b(?:and|or|on|in|for|with|by|to|from|at|under)\s+)which "
+                         r"(?!(?:papers?|works?|stud\w*|methods?|approach\w*|ones?|of|is|are|was|were|"
+                         r"can|could|do|does|did|has|have|will|would)\b)([a-z]\w+)", re.I)
 _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:what|how|which|when|why|"
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")

@@ -21,6 +21,8 @@ from .text import MODIFIER, sentences, specific_terms, words
 MIN_SIMILARITY = 0.62  # cosine to the best source sentence; empty shells score < 0.4
 _NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I)
 
+_SCALED = re.compile(r"(\d+(?:\.\d+)?)([kKmMbB])")
+_SCALES = {"k": "thousand", "m": "million", "b": "billion"}
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -46,9 +48,13 @@ def missing_terms(text: str, source: str) -> list[str]:
     vocab = {_norm(w) for w in words(source)}
 
     def present(t: str) -> bool:
-        # "LLM-empowered" is there when the source says "LLM ... empowered".
+        # "LLM-empowered" is there when the source says "LLM ... empowered";
+        # "7B" when it says "7-billion".
+        scaled = _SCALED.fullmatch(t)
         return (_norm(t) in have or t.lower() in low
-                or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-"))))
+                or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-")))
+                or bool(scaled and re.search(rf"(?<![\d.]){re.escape(scaled.group(1))}[\s-]"
+                                             rf"{_SCALES[scaled.group(2).lower()]}\b", low)))
 
     return sorted(t for t in specific_terms(text) if not present(MODIFIER.sub("", t)))
 

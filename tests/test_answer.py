@@ -9,10 +9,11 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from rag.answer import Answerer, clean
+from rag.answer import _WHICH_NAME, Answerer, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
+from rag.verify import missing_terms
 
 from fakes import FakeModel
 
@@ -94,6 +95,18 @@ def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
     assert ans.refused and model.prompts == []
     assert "Sparse-IFT" in ans.cited[1].text
     assert ans.text == "The abstract of this paper does not report Cerebras [1]."
+
+
+def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
+    # The abstract says "a 7-billion LLM" and "LLaMA2-70B"; "choosing which of" is no
+    # question after a name.
+    ans, model = answer_with("How long does it take to squash a 7B language model down to about "
+                             "one bit per weight on a single GPU?", "BiLLM binarizes a 7-billion LLM.")
+    assert not ans.refused and model.prompts and ans.cited[1].label == "BiLLM"
+    assert missing_terms("a 7B model and a 2.5M one", "a 7-billion model and a 2.5 million one") == []
+    assert missing_terms("a 7B model", "a 17 billion model") == ["7B"]
+    assert not _WHICH_NAME.search("when choosing which of several still-training models is best")
+    assert _WHICH_NAME.search("On which hardware were the models profiled?").group(1) == "hardware"
 
 
 def test_second_ask_the_abstract_does_not_answer_gets_a_note_not_a_refusal(answer_with):

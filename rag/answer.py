@@ -42,6 +42,7 @@ WEAK_MATCH = 0.3
 CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
 ANSWER_TOKENS = 72
 SAME_SENTENCE = 0.9  # cosine above which two sentences say the same
+SAME_WORDS = 0.75  # share of a quote's content words above which a statement repeats it
 MIN_NOVEL_WORDS = 3  # content words a claim must add to the question
 
 
@@ -298,7 +299,10 @@ class Answerer:
         said: list[np.ndarray] = []
 
         def add(text: str, vec: np.ndarray, status: str) -> None:
-            if any(float(vec @ v) > SAME_SENTENCE for v in said):
+            # A quote of the sentence a statement paraphrased repeats it, even where
+            # the rewording keeps their cosine under SAME_SENTENCE.
+            if any(float(vec @ v) > SAME_SENTENCE for v in said) or (
+                    status == "quoted" and any(_overlap(text, s.text) >= SAME_WORDS for s in out)):
                 return
             said.append(vec)
             out.append(Sentence(text, [n], status))
@@ -343,6 +347,14 @@ _FILLER = frozenset("answer question abstract paper author discuss discusse high
 
 def _fold(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _overlap(quote: str, statement: str) -> float:
+    """The share of the quote's content words (by their first five letters, so
+    "identifies" meets "identifying") that the statement uses."""
+    stems = lambda text: {w[:5] for w in content_words(text)}
+    q = stems(quote)
+    return len(q & stems(statement)) / len(q) if q else 1.0
 
 
 def _join(terms: list[str]) -> str:

@@ -38,6 +38,16 @@ def test_verified_claim_is_cited_to_its_entry(answer_with):
     assert "[1]" in ans.text
 
 
+def test_quote_that_a_statement_paraphrases_is_not_repeated(answer_with):
+    ans, _ = answer_with("How does BiLLM binarize weights?",
+                         "BiLLM binarizes weights by first identifying and structurally selecting salient "
+                         "weights, and minimizing the compression loss through an effective binary "
+                         "residual approximation strategy.")
+    assert ans.sentences[0].status == "verified"
+    assert all("structurally selects salient weights" not in s.text for s in ans.sentences)
+    assert [s.status for s in ans.sentences].count("quoted") >= 1
+
+
 def test_invented_number_is_replaced_by_a_quote(answer_with):
     ans, _ = answer_with(BILLM_Q, "BiLLM reaches 3.2 perplexity on the WikiText benchmark with 0.5-bit weights.")
     texts = " ".join(s.text for s in ans.sentences)

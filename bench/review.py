@@ -1,13 +1,13 @@
 """Review quality and speed: `rag review` over the topics in eval/topics.jsonl.
 
-    python bench/review.py [--topics eval/topics-holdout2.jsonl] [--data-dir DIR]
+    python bench/review.py [--topics eval/topics-holdout3.jsonl] [--data-dir DIR]
 
 For each topic: entries reviewed, recall of the topic's gold entries, the share of
 citations that are not gold, and the wall time with the default model. A topic with
 no gold is one the collection does not cover: it should get the "not covered" report.
-eval/topics.jsonl is the tuning set; eval/topics-holdout.jsonl and
-eval/topics-holdout2.jsonl were written afterwards by helpers who saw neither the code
-nor its results (the first was then looked at; the second only measured). The target
+eval/topics.jsonl is the tuning set; eval/topics-holdout*.jsonl were written
+afterwards by helpers who saw neither the code nor its results. The first two were
+measured once and then used for tuning too; holdout3 is only measured. The target
 is a review of about ten entries within a minute on this machine; the raw baseline
 is the model time alone (the llama.cpp calls the review made), so the ratio shows
 what retrieval, grouping and verification add.

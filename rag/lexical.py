@@ -92,3 +92,12 @@ class LexicalIndex:
         weight = {t: self._idf.get(t, self._max_idf) for t in q}
         total = sum(weight.values())
         return [sum(w for t, w in weight.items() if t in self._doc_terms[r]) / total for r in rows]
+
+    def has_rarest(self, query: str, rows: list[int]) -> list[bool]:
+        """Whether each given entry uses the query's rarest known term, compared by
+        its first six letters ("explaining" meets "explainable")."""
+        known = [t for t in terms(query) if t in self._idf]
+        if not known:
+            return [True for _ in rows]
+        stem = max(known, key=self._idf.__getitem__)[:6]
+        return [any(t.startswith(stem) for t in self._doc_terms[r]) for r in rows]

@@ -61,6 +61,20 @@ def test_citation_keys_are_stable_and_unique(seeded_index):
     assert keys[next(e.id for e in entries if e.label == "BiLLM")] == "billm2024"
 
 
+def test_a_near_topic_needs_the_topics_rarest_term(answerer, seeded_index):
+    # DiCo is a multi-agent RL paper, about as close to "hierarchical reinforcement
+    # learning" in meaning as BAIL and the Decision Transformer paper, which say
+    # "hierarchical"; it does not.
+    rv = review(answerer, "hierarchical reinforcement learning")
+    got = {e.label: e for e in rv.cited}
+    assert "DiCo" not in got and "BAIL" in got
+    assert ("004_97b00aa727c9fbe0.txt", 15) in {(e.source.path, e.source.ordinal) for e in rv.cited}
+    lexical = seeded_index.lexical()
+    row = lexical.row_of[got["BAIL"].id]
+    assert lexical.has_rarest("hierarchical agents", [row]) == [True]
+    assert lexical.has_rarest("explaining model predictions", [row]) == [False]
+
+
 def test_uncovered_topic_gives_a_not_covered_report(answerer):
     rv = review(answerer, "sourdough bread baking recipes")
     assert rv.refused and not rv.cited and rv.closest

@@ -258,7 +258,7 @@ class Answerer:
         # A name that occurs only in a link ("github.com/CerebrasResearch/...") is
         # not something the abstract reports.
         text = URL.sub(" ", " ".join(h.entry.text + " " + h.entry.label for h in kept))
-        absent = missing_terms(question, text)
+        absent = [_with_unit(t, question) for t in missing_terms(question, text)]
         if _DETAIL.search(question):
             names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
             absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
@@ -355,6 +355,12 @@ def _overlap(quote: str, statement: str) -> float:
     stems = lambda text: {w[:5] for w in content_words(text)}
     q = stems(quote)
     return len(q & stems(statement)) / len(q) if q else 1.0
+
+
+def _with_unit(term: str, question: str) -> str:
+    """A bare number with the word it counts in the question: "4 bits", not "4"."""
+    m = re.search(rf"(?<![\w.]){re.escape(term)}\s*(%|[A-Za-z]+\b)", question) if re.fullmatch(r"\d+(?:[.,]\d+)*", term) else None
+    return m.group(0) if m else term
 
 
 def _join(terms: list[str]) -> str:

@@ -98,6 +98,13 @@ def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
     assert ans.text == "The abstract of BiLLM does not report C4 [1]."
 
 
+def test_near_miss_number_is_matched_whole_and_named_with_its_unit(answer_with):
+    # The BiLLM abstract has "8.41" and "1.08-bit" but no 4 on its own.
+    ans, model = answer_with("How are large language models quantized to 4 bits?", "With BiLLM.")
+    assert ans.refused and model.prompts == []
+    assert ans.text == "The abstract of BiLLM does not report 4 bits [1]."
+
+
 def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
     # Cerebras occurs only in the paper's code link (github.com/CerebrasResearch/...).
     ans, model = answer_with("How much wall-clock training speedup does Sparse-IFT give on "
@@ -115,6 +122,7 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert not ans.refused and model.prompts and ans.cited[1].label == "BiLLM"
     assert missing_terms("a 7B model and a 2.5M one", "a 7-billion model and a 2.5 million one") == []
     assert missing_terms("a 7B model", "a 17 billion model") == ["7B"]
+    assert missing_terms("4 bits, 1.08 bits, 30%, 2", "8.41 perplexity, 1.08-bit, 30% of 2,000") == ["2", "4"]
     assert not _WHICH_NAME.search("when choosing which of several still-training models is best")
     assert _WHICH_NAME.search("On which hardware were the models profiled?").group(1) == "hardware"
 

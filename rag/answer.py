@@ -61,7 +61,7 @@ class Plan:
 # the relevant ones, each in a sentence. Both fitted on the dev questions
 # (eval/questions.jsonl dev split and eval/holdout.jsonl).
 SINGLE = Plan(floor=0.08, relative=0.7, most=2, quotes=3)
-SURVEY = Plan(floor=0.03, relative=0.1, most=5, quotes=1)
+SURVEY = Plan(floor=0.03, relative=0.1, most=6, quotes=1)
 
 
 def plan_for(question: str) -> Plan:

@@ -30,7 +30,7 @@ from .llm import ChatModel
 from .prompts import Prompts
 from .records import Entry, Hit
 from .lexical import terms
-from .text import URL, content_words, is_survey, sentences, specific_terms
+from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms
 from .verify import Verifier, missing_terms
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
@@ -326,7 +326,9 @@ class Answerer:
 
 # Questions after one detail of a paper, and those after a figure.
 _DETAIL = re.compile(r"\b(how (many|much|long|large|fast)|which|what (is|are) the|what \w+ (does|did|do))\b", re.I)
-_QUANTITY = re.compile(r"\bhow (many|much)\b|\b(?:what|which) (?:[\w()-]+ ){0,3}(?P<what>score|accuracy|"
+# "How many ...?" asks for a figure; "a cap on how many it may act on" describes.
+_QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to", "for", "about", "by", "at"))
+                       + r"\bhow (many|much)\b|\b(?:what|which) (?:[\w()-]+ ){0,3}(?P<what>score|accuracy|"
                        r"error|speedup|perplexity|pass rate|rate|percentage|value)\b", re.I)
 # A figure an abstract reports ("1.08-bit", "90%", "12 points"), not a digit inside a
 # name ("LLaMA-7B", "C4").
@@ -360,7 +362,7 @@ def _overlap(quote: str, statement: str) -> float:
 def _with_unit(term: str, question: str) -> str:
     """A bare number with the word it counts in the question: "4 bits", not "4"."""
     m = re.search(rf"(?<![\w.]){re.escape(term)}\s*(%|[A-Za-z]+\b)", question) if re.fullmatch(r"\d+(?:[.,]\d+)*", term) else None
-    return m.group(0) if m else term
+    return m.group(0) if m and m.group(1).lower() not in STOPWORDS else term
 
 
 def _join(terms: list[str]) -> str:

@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from rag.answer import _WHICH_NAME, Answerer, clean
+from rag.answer import _QUANTITY, _WHICH_NAME, Answerer, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -125,6 +125,8 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert missing_terms("4 bits, 1.08 bits, 30%, 2", "8.41 perplexity, 1.08-bit, 30% of 2,000") == ["2", "4"]
     assert not _WHICH_NAME.search("when choosing which of several still-training models is best")
     assert _WHICH_NAME.search("On which hardware were the models profiled?").group(1) == "hardware"
+    assert not _QUANTITY.search("with a hard cap on how many arms it can pull at once")
+    assert _QUANTITY.search("What is X, and how much memory does it save?")
 
 
 def test_second_ask_the_abstract_does_not_answer_gets_a_note_not_a_refusal(answer_with):

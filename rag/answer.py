@@ -10,7 +10,9 @@
 3. Evidence: for each kept entry, the model answers from that entry alone (short
    context, one source); the code attributes the statement to the entry.
 4. Verification: every generated sentence is checked against its source
-   (rag/verify.py); one that fails, or only restates the question, is dropped.
+   (rag/verify.py); one that fails, only restates the question, or uses a word of
+   the question that its source never uses (the question's premise put on the
+   paper), is dropped.
    The source sentences closest to the question are quoted after it (three for a
    single-paper question, one when nothing else stands for an entry), so every
    sentence is verified or the paper's own words; citations name retrieved entries.
@@ -308,11 +310,15 @@ class Answerer:
             out.append(Sentence(text, [n], status))
 
         asked = {_fold(w) for w in content_words(question)}
+        # Words of the question the source never uses: a claim that has them puts
+        # the question's premise on the paper ("RICE proposes a hierarchical RL
+        # framework" when asked about hierarchical RL).
+        premise = _stems(question) - _stems(entry.text + " " + entry.label) - _stems(" ".join(_FILLER))
         for claim in clean("".join(parts)):
             # A claim that only restates the question ("The answer to this question
             # is that X does Y") says nothing, however close to the source it is.
             novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
-            if len(novel) < MIN_NOVEL_WORDS:
+            if len(novel) < MIN_NOVEL_WORDS or _stems(claim) & premise:
                 continue
             vec = self.index.embedder.encode([claim])[0]
             if self.verifier.check(claim, entry, vec).ok:
@@ -351,12 +357,15 @@ def _fold(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
+def _stems(text: str) -> set[str]:
+    """Content words by their first five letters, so "identifies" meets "identifying"."""
+    return {w[:5] for w in content_words(text)}
+
+
 def _overlap(quote: str, statement: str) -> float:
-    """The share of the quote's content words (by their first five letters, so
-    "identifies" meets "identifying") that the statement uses."""
-    stems = lambda text: {w[:5] for w in content_words(text)}
-    q = stems(quote)
-    return len(q & stems(statement)) / len(q) if q else 1.0
+    """The share of the quote's content words that the statement uses."""
+    q = _stems(quote)
+    return len(q & _stems(statement)) / len(q) if q else 1.0
 
 
 def _with_unit(term: str, question: str) -> str:

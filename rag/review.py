@@ -2,8 +2,9 @@
 
 Retrieve broadly, keep the entries the calibrated score calls relevant, group them
 into themes by their embeddings (average-linkage merging of the entries' mean chunk
-vectors; each theme named by the terms its members share most), and write one cited,
-verified statement per paper (the same evidence and verification as `rag ask`).
+vectors; each theme named by the phrase its members share that is closest to them in
+meaning; single papers go under "Other papers"), and write one cited, verified
+statement per paper (the same evidence and verification as `rag ask`).
 References and BibTeX come from stored metadata only.
 """
 
@@ -20,6 +21,7 @@ from .answer import REFUSE_BELOW, Answerer, Sentence
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
 from .records import Entry, Hit
+from .text import words
 
 REVIEW_POOL = 30  # entries retrieved before the relevance cut
 # An entry is reviewed when its score reaches KEEP_ABOVE and it uses every term of
@@ -117,18 +119,51 @@ def group(entries: list[Entry], vectors: np.ndarray, threshold: float = THEME_SI
     return sorted(clusters, key=lambda c: (-len(c), min(c)))
 
 
-def theme_name(members: list[Entry], everyone: list[Entry], topic: str) -> str:
-    """The two terms most particular to the members (tf-idf against all reviewed
-    entries), leaving out the topic's own words."""
+def themes(entries: list[Entry], vectors: np.ndarray, clusters: list[list[int]], topic: str,
+           idf: Callable[[str], float], embed: Callable[[list[str]], np.ndarray]) -> list[Theme]:
+    """Groups of two or more papers become named themes and single papers go under
+    "Other papers"; with fewer than two such groups the review is one group headed
+    by the topic (a theme of one paper names nothing but that paper)."""
+    groups = [c for c in clusters if len(c) > 1]
+    if len(groups) < 2:
+        return [Theme(topic[:1].upper() + topic[1:], entries)]
+    rest = [entries[i] for c in clusters if len(c) == 1 for i in c]
+    named = [Theme(theme_name([entries[i] for i in c], vectors[c], vectors, topic, idf, embed),
+                   [entries[i] for i in c]) for c in groups]
+    return named + ([Theme("Other papers", rest)] if rest else [])
+
+
+# A word in more than a quarter of the abstracts ("learning", "results") names no
+# theme: its idf is under log(1 + 3).
+GENERIC_IDF = math.log(4)
+
+
+def theme_name(members: list[Entry], vectors: np.ndarray, everyone: np.ndarray, topic: str,
+               idf: Callable[[str], float], embed: Callable[[list[str]], np.ndarray]) -> str:
+    """The word or two-word phrase, shared by at least a third of the members (two at
+    least), that is closest in meaning to the members and least to the other reviewed
+    papers; the topic's own words and words common in the collection are left out."""
     skip = set(terms(topic))
-    df = Counter(t for e in everyone for t in set(terms(e.text)))
-    tf = Counter(t for e in members for t in set(terms(e.text)))
-    n = len(everyone)
-    scored = sorted(((c * math.log(1 + n / df[t]), t) for t, c in tf.items()
-                     if t not in skip and len(t) > 3 and not t.isdigit() and c >= min(2, len(members))),
-                    reverse=True)
-    words = [t for _, t in scored[:2]]
-    return " and ".join(w.capitalize() if w.islower() else w for w in words) or members[0].label
+    need = max(2, math.ceil(len(members) / 3))
+    surface: dict[str, str] = {}
+    counts: Counter[tuple[str, ...]] = Counter()
+    for e in members:
+        toks: list[str | None] = []
+        for w in words(e.text):
+            t = terms(w)[:1]
+            ok = bool(t) and len(t[0]) > 3 and not t[0].isdigit() and not t[0].endswith("ly")
+            toks.append(t[0] if ok else None)
+            if ok:
+                surface.setdefault(t[0], w)
+        counts.update({(t,) for t in toks if t} | {(a, b) for a, b in zip(toks, toks[1:]) if a and b})
+    phrases = [" ".join(surface[t] for t in p) for p, c in counts.items()
+               if c >= need and any(t not in skip and idf(t) >= GENERIC_IDF for t in p)]
+    if not phrases:
+        return "Related papers"
+    centre, rest = vectors.mean(0), everyone.mean(0)
+    fit = embed(phrases) @ np.stack([centre / np.linalg.norm(centre), rest / np.linalg.norm(rest)]).T
+    name = phrases[int(np.argmax(fit[:, 0] - 0.5 * fit[:, 1]))]
+    return name[:1].upper() + name[1:]
 
 
 def review(answerer: Answerer, topic: str, k: int | None = None,
@@ -147,11 +182,7 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
         return rv
     entries = [h.entry for h in kept]
     vectors = index.store.entry_vectors([e.id for e in entries])
-    clusters = group(entries, vectors)
-    # One group is the topic itself: terms "particular" to all of it name nothing.
-    rv.themes = ([Theme(topic[:1].upper() + topic[1:], entries)] if len(clusters) == 1 else
-                 [Theme(theme_name([entries[i] for i in c], entries, topic), [entries[i] for i in c])
-                  for c in clusters])
+    rv.themes = themes(entries, vectors, group(entries, vectors), topic, lexical.idf, index.embedder.encode)
     question = f"What does this paper propose or show about {topic}?"
     qvec = index.query_vector(topic)
     if progress:

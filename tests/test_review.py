@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rag.answer import Answerer
 from rag.bibtex import citation_keys
 from rag.prompts import load
-from rag.review import group, review
+from rag.review import group, review, themes
 
 from fakes import FakeModel
 
@@ -75,6 +75,18 @@ def test_a_near_topic_needs_the_topics_rarest_term(answerer, seeded_index):
     assert lexical.has_rarest("explaining model predictions", [row]) == [False]
 
 
+def test_a_statement_never_puts_the_topic_on_a_paper_that_does_not_name_it(seeded_index):
+    # The model says the same of every paper; it is true only of those whose
+    # abstract says "hierarchical".
+    model = FakeModel("This paper proposes a hierarchical reinforcement learning framework "
+                      "that combines explanation methods to improve agent performance.")
+    rv = review(Answerer(seeded_index, model, load()), "hierarchical reinforcement learning")
+    for e in rv.cited:
+        for s in rv.statements[e.id]:
+            if s.status == "verified":
+                assert "hierarchical" in e.text.lower()
+
+
 def test_uncovered_topic_gives_a_not_covered_report(answerer):
     rv = review(answerer, "sourdough bread baking recipes")
     assert rv.refused and not rv.cited and rv.closest
@@ -87,6 +99,24 @@ def test_grouping_splits_unrelated_vectors():
     v = np.array([[1, 0], [0.99, 0.14], [0, 1], [0.1, 0.99]], dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     assert sorted(map(sorted, group(list("abcd"), v, 0.5))) == [[0, 1], [2, 3]]
+
+
+def test_themes_are_named_by_a_phrase_their_papers_share(seeded_index):
+    lexical = seeded_index.lexical()
+    entries = [h.entry for h in seeded_index.search("machine learning", 20)]
+    vectors = seeded_index.store.entry_vectors([e.id for e in entries])
+    found = themes(entries, vectors, group(entries, vectors, 0.4), "machine learning", lexical.idf,
+                   seeded_index.embedder.encode)
+    assert sum(len(t.entries) for t in found) == len(entries) and len(found) > 2
+    for t in found:
+        if t.name == "Other papers":
+            continue
+        assert len(t.entries) >= 2 and t.name.lower() not in ("learning", "machine learning")
+        assert sum(t.name.lower() in e.text.lower() for e in t.entries) >= 2
+    # Fewer than two groups of two: one group, headed by the topic.
+    one = themes(entries[:3], vectors[:3], [[0], [1], [2]], "machine learning", lexical.idf,
+                 seeded_index.embedder.encode)
+    assert [(t.name, len(t.entries)) for t in one] == [("Machine learning", 3)]
 
 
 @pytest.mark.model

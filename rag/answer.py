@@ -10,9 +10,9 @@
 3. Evidence: for each kept entry, the model answers from that entry alone (short
    context, one source); the code attributes the statement to the entry.
 4. Verification: every generated sentence is checked against its source
-   (rag/verify.py); one that fails, only restates the question, or uses a word of
-   the question that its source never uses (the question's premise put on the
-   paper), is dropped.
+   (rag/verify.py); one that fails, only restates the question, uses a word of the
+   question that its source never uses (the question's premise put on the paper),
+   or brings words of its own that neither uses, is dropped.
    The source sentences closest to the question are quoted after it (three for a
    single-paper question, one when nothing else stands for an entry), so every
    sentence is verified or the paper's own words; citations name retrieved entries.
@@ -46,6 +46,7 @@ ANSWER_TOKENS = 72
 SAME_SENTENCE = 0.9  # cosine above which two sentences say the same
 SAME_WORDS = 0.75  # share of a quote's content words above which a statement repeats it
 MIN_NOVEL_WORDS = 3  # content words a claim must add to the question
+MAX_ADDED_WORDS = 2  # content words in neither the source nor the question that reject a claim
 
 
 @dataclass(frozen=True)
@@ -310,15 +311,21 @@ class Answerer:
             out.append(Sentence(text, [n], status))
 
         asked = {_fold(w) for w in content_words(question)}
+        source = _stems(entry.text + " " + entry.label)
         # Words of the question the source never uses: a claim that has them puts
         # the question's premise on the paper ("RICE proposes a hierarchical RL
         # framework" when asked about hierarchical RL).
-        premise = _stems(question) - _stems(entry.text + " " + entry.label) - _stems(" ".join(_FILLER))
+        premise = _stems(question) - source - _stems(" ".join(_FILLER))
         for claim in clean("".join(parts)):
             # A claim that only restates the question ("The answer to this question
-            # is that X does Y") says nothing, however close to the source it is.
+            # is that X does Y") says nothing, however close to the source it is;
+            # one that brings words of its own ("a classic example of", "the paper
+            # mentioned by the user", "in the realm of quantum computing") adds what
+            # the source does not say.
+            said_words = _stems(claim)
             novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
-            if len(novel) < MIN_NOVEL_WORDS or _stems(claim) & premise:
+            added = said_words - source - _stems(question) - _REPORTING
+            if len(novel) < MIN_NOVEL_WORDS or said_words & premise or len(added) >= MAX_ADDED_WORDS:
                 continue
             vec = self.index.embedder.encode([claim])[0]
             if self.verifier.check(claim, entry, vec).ok:
@@ -351,6 +358,10 @@ _QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Wh
 
 _FILLER = frozenset("answer question abstract paper author discuss discusse highlight "
                     "provide describe mention state".split())
+# How a statement reports a paper; words a claim may use that its source need not.
+_REPORTING_WORDS = ("authors discusses describes introduces presents demonstrates focuses explores "
+                    "investigates addresses highlights provides aims proposes considers examines "
+                    "analyzes studies")
 
 
 def _fold(word: str) -> str:
@@ -360,6 +371,9 @@ def _fold(word: str) -> str:
 def _stems(text: str) -> set[str]:
     """Content words by their first five letters, so "identifies" meets "identifying"."""
     return {w[:5] for w in content_words(text)}
+
+
+_REPORTING = _stems(_REPORTING_WORDS)
 
 
 def _overlap(quote: str, statement: str) -> float:

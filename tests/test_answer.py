@@ -48,6 +48,13 @@ def test_quote_that_a_statement_paraphrases_is_not_repeated(answer_with):
     assert [s.status for s in ans.sentences].count("quoted") >= 1
 
 
+def test_claim_with_words_of_its_own_is_not_verified(answer_with):
+    # Said by the default model of BiLLM, close enough in meaning to pass the cosine check.
+    ans, _ = answer_with(BILLM_Q, "The answer to this question lies in the realm of quantum computing "
+                                  "and the potential of 1-bit post-training quantization.")
+    assert ans.sentences and all(s.status == "quoted" for s in ans.sentences)
+
+
 def test_invented_number_is_replaced_by_a_quote(answer_with):
     ans, _ = answer_with(BILLM_Q, "BiLLM reaches 3.2 perplexity on the WikiText benchmark with 0.5-bit weights.")
     texts = " ".join(s.text for s in ans.sentences)

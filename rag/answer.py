@@ -33,7 +33,7 @@ from .prompts import Prompts
 from .records import Entry, Hit
 from .lexical import terms
 from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms
-from .verify import Verifier, missing_terms
+from .verify import NUMBER, Verifier, missing_terms
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
 # point where at most ~5% of answerable questions are declined.
@@ -384,7 +384,9 @@ def _overlap(quote: str, statement: str) -> float:
 
 def _with_unit(term: str, question: str) -> str:
     """A bare number with the word it counts in the question: "4 bits", not "4"."""
-    m = re.search(rf"(?<![\w.]){re.escape(term)}\s*(%|[A-Za-z]+\b)", question) if re.fullmatch(r"\d+(?:[.,]\d+)*", term) else None
+    if not NUMBER.fullmatch(term):
+        return term
+    m = re.search(rf"(?<![\w.]){re.escape(term)}\s*(%|[A-Za-z]+\b)", question)
     return m.group(0) if m and m.group(1).lower() not in STOPWORDS else term
 
 

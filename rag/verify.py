@@ -21,7 +21,7 @@ from .text import MODIFIER, sentences, specific_terms, words
 MIN_SIMILARITY = 0.62  # cosine to the best source sentence; empty shells score < 0.4
 _NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I)
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SCALED = re.compile(r"(\d+(?:\.\d+)?)([kKmMbB])")
 _SCALES = {"k": "thousand", "m": "million", "b": "billion"}
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
@@ -51,9 +51,9 @@ def missing_terms(text: str, source: str) -> list[str]:
     def present(t: str) -> bool:
         # "LLM-empowered" is there when the source says "LLM ... empowered";
         # "7B" when it says "7-billion".
-        scaled = _SCALED.fullmatch(t)
-        if _NUMBER.fullmatch(t):  # "4" is not in "8.41"
+        if NUMBER.fullmatch(t):  # "4" is not in "8.41"
             return bool(re.search(rf"(?<![\d.,]){re.escape(t)}(?![\d]|[.,]\d)", low))
+        scaled = _SCALED.fullmatch(t)
         return (_norm(t) in have or t.lower() in low
                 or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-")))
                 or bool(scaled and re.search(rf"(?<![\d.]){re.escape(scaled.group(1))}[\s-]"

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from .records import Entry
-from .text import MODIFIER, sentences, specific_terms, words
+from .text import MODIFIER, STOPWORDS, sentences, specific_terms, words
 
 MIN_SIMILARITY = 0.62  # cosine to the best source sentence; empty shells score < 0.4
 _NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I)
@@ -24,6 +24,8 @@ _NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SCALED = re.compile(r"(\d+(?:\.\d+)?)([kKmMbB])")
 _SCALES = {"k": "thousand", "m": "million", "b": "billion"}
+_ACRONYM = re.compile(r"([A-Z]{2,5})s?")
+_BREAK = re.compile(r"[^\w\s-]|\b(?:" + "|".join(sorted(STOPWORDS)) + r")\b")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -47,6 +49,9 @@ def missing_terms(text: str, source: str) -> list[str]:
     have = {_norm(t) for t in specific_terms(source)}
     low = source.lower()
     vocab = {_norm(w) for w in words(source)}
+    # First letters of the source's words, a space where a stopword or punctuation
+    # breaks a phrase: "deep reinforcement learning" gives "drl".
+    initials = " ".join("".join(w[0] for w in words(part) if w[0].isalpha()) for part in _BREAK.split(low))
 
     def present(t: str) -> bool:
         # "LLM-empowered" is there when the source says "LLM ... empowered";
@@ -54,12 +59,18 @@ def missing_terms(text: str, source: str) -> list[str]:
         if NUMBER.fullmatch(t):  # "4" is not in "8.41"
             return bool(re.search(rf"(?<![\d.,]){re.escape(t)}(?![\d]|[.,]\d)", low))
         scaled = _SCALED.fullmatch(t)
-        return (_norm(t) in have or t.lower() in low
+        return (_norm(t) in have or t.lower() in low or _spelled_out(t, initials)
                 or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-")))
                 or bool(scaled and re.search(rf"(?<![\d.]){re.escape(scaled.group(1))}[\s-]"
                                              rf"{_SCALES[scaled.group(2).lower()]}\b", low)))
 
     return sorted(t for t in specific_terms(text) if not present(MODIFIER.sub("", t)))
+
+
+def _spelled_out(term: str, initials: str) -> bool:
+    """An acronym ("RL", "LLMs") whose words the source writes out in full."""
+    m = _ACRONYM.fullmatch(term)
+    return bool(m) and m.group(1).lower() in initials
 
 
 class Verifier:

@@ -129,6 +129,10 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert not ans.refused and model.prompts and ans.cited[1].label == "BiLLM"
     assert missing_terms("a 7B model and a 2.5M one", "a 7-billion model and a 2.5 million one") == []
     assert missing_terms("a 7B model", "a 17 billion model") == ["7B"]
+    # An acronym is there when its words are: "RL" in "deep reinforcement learning".
+    assert missing_terms("deep RL with LLMs on a GPU", "deep reinforcement learning with large "
+                         "language models") == ["GPU"]
+    assert missing_terms("RL", "robust training of the learner") == ["RL"]
     assert missing_terms("4 bits, 1.08 bits, 30%, 2", "8.41 perplexity, 1.08-bit, 30% of 2,000") == ["2", "4"]
     assert not _WHICH_NAME.search("when choosing which of several still-training models is best")
     assert _WHICH_NAME.search("On which hardware were the models profiled?").group(1) == "hardware"

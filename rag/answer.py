@@ -311,11 +311,12 @@ class Answerer:
             out.append(Sentence(text, [n], status))
 
         asked = {_fold(w) for w in content_words(question)}
-        source = _stems(entry.text + " " + entry.label)
+        source, question_words = _stems(entry.text + " " + entry.label), _stems(question)
         # Words of the question the source never uses: a claim that has them puts
         # the question's premise on the paper ("RICE proposes a hierarchical RL
         # framework" when asked about hierarchical RL).
-        premise = _stems(question) - source - _stems(" ".join(_FILLER))
+        premise = question_words - source - _FILLER_STEMS
+        allowed = source | question_words | _REPORTING
         for claim in clean("".join(parts)):
             # A claim that only restates the question ("The answer to this question
             # is that X does Y") says nothing, however close to the source it is;
@@ -324,8 +325,8 @@ class Answerer:
             # the source does not say.
             said_words = _stems(claim)
             novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
-            added = said_words - source - _stems(question) - _REPORTING
-            if len(novel) < MIN_NOVEL_WORDS or said_words & premise or len(added) >= MAX_ADDED_WORDS:
+            if (len(novel) < MIN_NOVEL_WORDS or said_words & premise
+                    or len(said_words - allowed) >= MAX_ADDED_WORDS):
                 continue
             vec = self.index.embedder.encode([claim])[0]
             if self.verifier.check(claim, entry, vec).ok:
@@ -374,6 +375,7 @@ def _stems(text: str) -> set[str]:
 
 
 _REPORTING = _stems(_REPORTING_WORDS)
+_FILLER_STEMS = _stems(" ".join(_FILLER))
 
 
 def _overlap(quote: str, statement: str) -> float:

@@ -33,7 +33,7 @@ from .prompts import Prompts
 from .records import Entry, Hit
 from .lexical import terms
 from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms
-from .verify import NUMBER, Verifier, missing_terms
+from .verify import NUMBER, Verifier, missing_terms, names
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
 # point where at most ~5% of answerable questions are declined.
@@ -266,8 +266,12 @@ class Answerer:
             names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
             absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
         # "Which papers ...?" asks for papers, not for a detail of one.
-        quantity, named = ((None, None) if is_survey(question)
-                           else (_QUANTITY.search(question), _WHICH_NAME.search(question)))
+        quantity, named, kind = ((None, None, None) if is_survey(question) else (
+            _QUANTITY.search(question), _WHICH_NAME.search(question), _NAMED_KIND.search(question)))
+        if not absent and kind:
+            if not _names_kind(kept[0].entry.text, kind.group("kind"), question):
+                return [f"which {kind.group('kind')}"], True
+            named = None  # the name asked for is there
         if absent or not (quantity or named):
             return absent, False
         qvec = self.index.query_vector(question)
@@ -352,6 +356,12 @@ _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 _WHICH_NAME = re.compile(r"(?:^|[,;:]\s*|\b(?:and|or|on|in|for|with|by|to|from|at|under)\s+)which "
                          r"(?!(?:papers?|works?|stud\w*|methods?|approach\w*|ones?|of|is|are|was|were|"
                          r"can|could|do|does|did|has|have|will|would)\b)([a-z]\w+)", re.I)
+# "Which datasets ...", "what GPU ...": asks for things an abstract names next to
+# the word when it names them ("the MUTAG and PTC datasets", "an A100 GPU").
+_NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?(?:[\w()/-]+\s+){0,4}?"
+                         r"(?P<kind>datasets?|benchmarks?|GPUs?|hardware|accelerators?)\b", re.I)
+_TOKEN = re.compile(r"\w+(?:[.+/-]\w+)*")
+_LIST_CUES = frozenset({"including", "such", "e.g", "namely"})
 _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:what|how|which|when|why|"
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")
@@ -390,6 +400,26 @@ def _with_unit(term: str, question: str) -> str:
         return term
     m = re.search(rf"(?<![\w.]){re.escape(term)}\s*(%|[A-Za-z]+\b)", question)
     return m.group(0) if m and m.group(1).lower() not in STOPWORDS else term
+
+
+def _names_kind(text: str, kind: str, question: str) -> bool:
+    """Whether ``text`` names a ``kind`` ("datasets") that the question does not
+    already give: a name within five words of the word, or a list after "including",
+    "such as"; where the text never uses the word, a name anywhere in it."""
+    asked = question.lower()
+    given = {n for n in names(text) if n.lower() not in asked}
+    stem, used = kind.lower().rstrip("s"), False
+    for sentence in sentences(text):
+        toks = _TOKEN.findall(sentence)
+        for i, tok in enumerate(toks):
+            if not tok.lower().startswith(stem):
+                continue
+            used = True
+            # A capital after the sentence's first word starts a name ("on Criteo").
+            if any(w in given or w.lower() in _LIST_CUES or (j and w[0].isupper() and w.lower() not in asked)
+                   for j, w in enumerate(toks) if j != i and abs(j - i) <= 5):
+                return True
+    return not used and bool(given)
 
 
 def _join(terms: list[str]) -> str:

@@ -49,9 +49,7 @@ def missing_terms(text: str, source: str) -> list[str]:
     have = {_norm(t) for t in specific_terms(source)}
     low = source.lower()
     vocab = {_norm(w) for w in words(source)}
-    # First letters of the source's words, a space where a stopword or punctuation
-    # breaks a phrase: "deep reinforcement learning" gives "drl".
-    initials = " ".join("".join(w[0] for w in words(part) if w[0].isalpha()) for part in _BREAK.split(low))
+    initials = _initials(low)
 
     def present(t: str) -> bool:
         # "LLM-empowered" is there when the source says "LLM ... empowered";
@@ -65,6 +63,19 @@ def missing_terms(text: str, source: str) -> list[str]:
                                              rf"{_SCALES[scaled.group(2).lower()]}\b", low)))
 
     return sorted(t for t in specific_terms(text) if not present(MODIFIER.sub("", t)))
+
+
+def names(text: str) -> set[str]:
+    """The names ``text`` gives: its specific terms less numbers and the acronyms
+    it writes out ("DNN" beside "deep neural network"), which name concepts."""
+    initials = _initials(text.lower())
+    return {t for t in specific_terms(text) if not t[0].isdigit() and not _spelled_out(t, initials)}
+
+
+def _initials(low: str) -> str:
+    """First letters of the words of ``low``, a space where a stopword or
+    punctuation breaks a phrase: "deep reinforcement learning" gives "drl"."""
+    return " ".join("".join(w[0] for w in words(part) if w[0].isalpha()) for part in _BREAK.split(low))
 
 
 def _spelled_out(term: str, initials: str) -> bool:

@@ -140,12 +140,28 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert _QUANTITY.search("What is X, and how much memory does it save?")
 
 
+def test_asking_which_datasets_needs_them_named_where_the_abstract_mentions_them(answer_with):
+    # "Experimental results on two real-world datasets validate our theoretical findings."
+    ans, model = answer_with("Which two real-world datasets were used to validate the theory of "
+                             "backdoor poisoning attacks on two-layer CNNs?", "MNIST and CIFAR-10.")
+    assert ans.refused and model.prompts == []
+    assert ans.text.endswith("does not report which datasets [1].")
+    # "... on the designed benchmark datasets including apo-dock and cross-dock"
+    named, model = answer_with("On which benchmark datasets is Re-Dock evaluated?", "Apo-dock.")
+    assert not named.refused and model.prompts
+
+
 def test_second_ask_the_abstract_does_not_answer_gets_a_note_not_a_refusal(answer_with):
-    ans, model = answer_with("What convergence guarantee is proven for MoMo, and on which tasks "
-                             "and datasets are MoMo and MoMo-Adam evaluated?", "MoMo converges.")
+    # "... within 0.5 hours on a single GPU"
+    ans, model = answer_with("How does BiLLM binarize weights, and which GPU model did it run on?",
+                             "BiLLM binarizes.")
     assert not ans.refused and model.prompts
-    assert ans.cited[1].label == "MoMo" and ans.sentences[0].status == "quoted"
-    assert ans.sentences[-1].text == "The abstract of MoMo does not report which tasks"
+    assert ans.cited[1].label == "BiLLM" and ans.sentences[0].status == "quoted"
+    assert ans.sentences[-1].text == "The abstract of BiLLM does not report which GPU"
+    # MoMo's abstract names them: "image classifiers on MNIST, CIFAR, and Imagenet, ...".
+    ans, _ = answer_with("What convergence guarantee is proven for MoMo, and on which tasks "
+                         "and datasets are MoMo and MoMo-Adam evaluated?", "MoMo converges.")
+    assert not ans.refused and all("does not report" not in s.text for s in ans.sentences)
 
 
 def test_context_never_exceeds_the_model_window(answer_with):

@@ -32,7 +32,7 @@ from .llm import ChatModel
 from .prompts import Prompts
 from .records import Entry, Hit
 from .lexical import terms
-from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms
+from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms, words
 from .verify import NUMBER, Verifier, missing_terms, names
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
@@ -126,7 +126,13 @@ _PREAMBLE = re.compile(r"^(?:the )?answer(?: to (?:this|the) question)?(?: is)?(
 def clean(generated: str) -> list[str]:
     """Model text -> at most two candidate sentences: any [n] the model wrote is
     removed (citations are the code's), fragments and repeats dropped."""
-    text = " ".join(_CLEAN.sub("", generated).split())
+    # A line that does not end a sentence before another line starts is a heading
+    # ("BiLLM: A groundbreaking 1-bit scheme"); joined to the next it would pass as
+    # part of a sentence. The last line may stop mid-sentence at the token limit.
+    lines = [_LIST_MARK.sub("", line).strip() for line in _CLEAN.sub("", generated).splitlines()]
+    lines = [line for line in lines if line]
+    text = " ".join(" ".join(line for line in lines[:-1] if line.endswith((".", "!", "?"))).split()
+                    + lines[-1:])
     text = _PREAMBLE.sub("", text)
     text = text[:1].upper() + text[1:]
     out: list[str] = []
@@ -134,11 +140,25 @@ def clean(generated: str) -> list[str]:
         # The model copies the abstract's voice; "We propose" in an answer would read
         # as the assistant's own claim.
         s = _FIRST_PERSON.sub(lambda m: _THIRD_PERSON[m.group(0)], s)
-        if len(s.split()) >= 5 and s[-1] in ".!" and s not in out and not s.lower().startswith("question"):
+        if (len(s.split()) >= 5 and s[-1] in ".!" and s not in out and not s.lower().startswith("question")
+                and not _degenerate(s)):
             out.append(s)
     return out[:2]
 
 
+def _degenerate(sentence: str) -> bool:
+    """A sentence that loops ("the minimax regret bounds for ... are the upper bounds
+    of the minimax regret bounds for ...") or leaves a quotation or bracket open."""
+    w = words(sentence)
+    # Five words again, or three content words again ("score-based image generator");
+    # an abstract's own phrasing repeats shorter runs ("a constant number of").
+    runs = list(zip(*(w[i:] for i in range(5)))) + [
+        t for t in zip(w, w[1:], w[2:]) if not STOPWORDS.intersection(t)]
+    return (len(set(runs)) < len(runs)
+            or sentence.count('"') % 2 == 1 or sentence.count("(") != sentence.count(")"))
+
+
+_LIST_MARK = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 _THIRD_PERSON = {"We": "The authors", "we": "the authors", "Our": "Their", "our": "their",
                  "us": "them", "ours": "theirs"}
 _FIRST_PERSON = re.compile(r"\b(?:We|we|Our|our|us|ours)\b")

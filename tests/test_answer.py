@@ -73,6 +73,16 @@ def test_model_written_citation_markers_are_removed():
         "BiLLM binarizes weights with residual approximation.", "More text is written here now."]
 
 
+def test_headings_loops_and_open_quotes_are_not_statements():
+    # Each said by the default model.
+    assert clean("BiLLM: A groundbreaking 1-bit post-training quantization scheme for pretrained LLMs\n"
+                 "2. BiLLM binarizes salient weights with a residual approximation.") == [
+        "BiLLM binarizes salient weights with a residual approximation."]
+    assert clean("The minimax regret bounds for m-MAB are the upper bounds of the minimax regret bounds "
+                 "for m-BAI, which are the lower bounds of the minimax regret bounds for m-BAI.") == []
+    assert clean('The paper "Deep neural networks (DNNs) have become pivotal in machine learning.') == []
+
+
 def test_statements_are_in_the_third_person():
     assert clean("We propose BiLLM, our new scheme that lets us binarize weights.") == [
         "The authors propose BiLLM, their new scheme that lets them binarize weights."]

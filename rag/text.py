@@ -31,6 +31,7 @@ _FRAME = re.compile(
     r"^\s*(?:(?:which|what|how do) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)"
     r"(?: in (?:the|this) collection)?(?: are there)?"
     r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?"
+    r"|(?:papers|works|studies) (?:that|which|on|about)"
     r"|compare(?: the)?)\b",
     re.I)
 _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|their|purpose)\b[^?]*\??\s*$", re.I)

@@ -110,6 +110,10 @@ def test_a_running_process_sees_another_processes_ingest(settings, seeds_copy, e
     ("Which papers use optimal transport as a core tool, and for what purpose?",
      "use optimal transport as a core tool"),
     ("Are there any papers on bandits?", "bandits?"),
+    ("papers that learn a high-level policy", "learn a high-level policy"),
+    # One paper is asked for.
+    ("paper linking attention layers to distributed computation",
+     "paper linking attention layers to distributed computation"),
     # Not a survey question: the second clause is what is asked.
     ("What is Sparse-IFT, and what accuracy gains do they report?",
      "What is Sparse-IFT, and what accuracy gains do they report?"),

@@ -7,7 +7,8 @@ citations that are not gold, and the wall time with the default model. A topic w
 no gold is one the collection does not cover: it should get the "not covered" report.
 eval/topics.jsonl is the tuning set; eval/topics-holdout*.jsonl were written
 afterwards by helpers who saw neither the code nor its results. The first two were
-measured once and then used for tuning too; holdout3 is only measured. The target
+measured once and then used for tuning too; holdout3 and holdout4 are only measured
+(holdout4's topics are broader: "machine learning for biomolecules"). The target
 is a review of about ten entries within a minute on this machine; the raw baseline
 is the model time alone (the llama.cpp calls the review made), so the ratio shows
 what retrieval, grouping and verification add.

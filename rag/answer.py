@@ -141,7 +141,7 @@ def clean(generated: str) -> list[str]:
         # as the assistant's own claim.
         s = _FIRST_PERSON.sub(lambda m: _THIRD_PERSON[m.group(0)], s)
         if (len(s.split()) >= 5 and s[-1] in ".!" and s not in out and not s.lower().startswith("question")
-                and not _degenerate(s)):
+                and not _degenerate(s) and not _PAPER_FRAME.match(s)):
             out.append(s)
     return out[:2]
 
@@ -158,6 +158,14 @@ def _degenerate(sentence: str) -> bool:
             or sentence.count('"') % 2 == 1 or sentence.count("(") != sentence.count(")"))
 
 
+# "The paper that proposes X is the paper by the authors of the paper.", "The paper
+# mentioned in the abstract is ...": the question's words put back as a subject, then
+# a title, an author or the paper itself; in 313 recorded outputs never a fact.
+_PAPER_FRAME = re.compile(r"^(?:The|This|A|One)\s+(?:\w+\s+)?(?:paper|study|work|article|research)s?\s+"
+                          r"(?:that|which|who|mentioned|building|examining|discussing|proposing|on|about)\b",
+                          re.I)
+_TAXONOMY = re.compile(r"\b(?:is|are)\s+(?:a|an|the)\s+(?:\w+\s+)?(type|kind|subset|class|form|variant|"
+                       r"example|special case|part|branch|family)\s+of\b", re.I)
 _LIST_MARK = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 _THIRD_PERSON = {"We": "The authors", "we": "the authors", "Our": "Their", "our": "their",
                  "us": "them", "ours": "theirs"}
@@ -349,8 +357,12 @@ class Answerer:
             # the source does not say.
             said_words = _stems(claim)
             novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
+            # "DPMs are a subset of GANs", "Sparse-IFTs are a type of Sparse-IFT
+            # algorithm": a kind the model puts the method in, unless the source does.
+            kind = _TAXONOMY.search(claim)
             if (len(novel) < MIN_NOVEL_WORDS or said_words & premise
-                    or len(said_words - allowed) >= MAX_ADDED_WORDS):
+                    or len(said_words - allowed) >= MAX_ADDED_WORDS
+                    or (kind and f"{kind.group(1).lower()} of" not in entry.text.lower())):
                 continue
             vec = self.index.embedder.encode([claim])[0]
             if self.verifier.check(claim, entry, vec).ok:

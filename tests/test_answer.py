@@ -55,6 +55,12 @@ def test_claim_with_words_of_its_own_is_not_verified(answer_with):
     assert ans.sentences and all(s.status == "quoted" for s in ans.sentences)
 
 
+def test_kind_the_source_does_not_give_is_not_verified(answer_with):
+    ans, _ = answer_with("How does BiLLM quantize weights?", "BiLLM is a type of binary residual "
+                         "approximation strategy that quantizes salient weights of pretrained LLMs.")
+    assert ans.sentences and all(s.status == "quoted" for s in ans.sentences)
+
+
 def test_invented_number_is_replaced_by_a_quote(answer_with):
     ans, _ = answer_with(BILLM_Q, "BiLLM reaches 3.2 perplexity on the WikiText benchmark with 0.5-bit weights.")
     texts = " ".join(s.text for s in ans.sentences)
@@ -81,6 +87,8 @@ def test_headings_loops_and_open_quotes_are_not_statements():
     assert clean("The minimax regret bounds for m-MAB are the upper bounds of the minimax regret bounds "
                  "for m-BAI, which are the lower bounds of the minimax regret bounds for m-BAI.") == []
     assert clean('The paper "Deep neural networks (DNNs) have become pivotal in machine learning.') == []
+    assert clean("The paper that proposes explainable graph neural networks is the paper by the authors "
+                 "of the paper. The paper mentioned in the abstract is a review of kernel methods.") == []
 
 
 def test_statements_are_in_the_third_person():

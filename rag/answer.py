@@ -359,10 +359,10 @@ class Answerer:
             novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
             # "DPMs are a subset of GANs", "Sparse-IFTs are a type of Sparse-IFT
             # algorithm": a kind the model puts the method in, unless the source does.
-            kind = _TAXONOMY.search(claim)
+            category = _TAXONOMY.search(claim)
             if (len(novel) < MIN_NOVEL_WORDS or said_words & premise
                     or len(said_words - allowed) >= MAX_ADDED_WORDS
-                    or (kind and f"{kind.group(1).lower()} of" not in entry.text.lower())):
+                    or (category and f"{category.group(1).lower()} of" not in entry.text.lower())):
                 continue
             vec = self.index.embedder.encode([claim])[0]
             if self.verifier.check(claim, entry, vec).ok:

@@ -4,6 +4,7 @@ messages, draws progress and renders results."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager
 from functools import wraps
@@ -377,6 +378,10 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
 
     if not topic.strip():
         raise UsageError('give a topic, e.g. rag review "bandit algorithms"')
+    # Fail before the review is generated, not after.
+    for path in (out_file, bib):
+        if path and (path.is_dir() or not path.parent.is_dir() or not os.access(path.parent, os.W_OK)):
+            raise UsageError(f"cannot write {path}: no such writable folder; pick another path")
     answerer = _answerer(settings)
     with progress_bar("reviewing", not as_json) as cb:
         def progress(total, label):

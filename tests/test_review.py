@@ -133,3 +133,12 @@ def test_cli_review_with_real_model_writes_markdown_and_bib(seeded_index, tmp_pa
     ids = {c["id"] for c in data["citations"]}
     assert ids == {i for t in data["themes"] for i in t["entries"]}
     assert len(bibtexparser.parse_string(bib.read_text()).entries) == len(ids)
+
+
+def test_cli_review_refuses_an_unwritable_output_before_it_starts(tmp_path):
+    from rag.cli import main
+
+    res = CliRunner().invoke(main, ["review", "--data-dir", str(tmp_path / "never-made"), "bandits",
+                                    "--bib", str(tmp_path / "missing" / "r.bib")])
+    assert res.exit_code == 2 and "no such writable folder" in res.output
+    assert not (tmp_path / "never-made").exists()  # nothing was indexed or generated

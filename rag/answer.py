@@ -32,7 +32,7 @@ from .llm import ChatModel
 from .prompts import Prompts
 from .records import Entry, Hit
 from .lexical import terms
-from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms, words
+from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms, tokens, words
 from .verify import NUMBER, Verifier, missing_terms, names
 
 # Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
@@ -392,7 +392,6 @@ _WHICH_NAME = re.compile(r"(?:^|[,;:]\s*|\b(?:and|or|on|in|for|with|by|to|from|a
 # the word when it names them ("the MUTAG and PTC datasets", "an A100 GPU").
 _NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?(?:[\w()/-]+\s+){0,4}?"
                          r"(?P<kind>datasets?|benchmarks?|GPUs?|hardware|accelerators?)\b", re.I)
-_TOKEN = re.compile(r"\w+(?:[.+/-]\w+)*")
 _LIST_CUES = frozenset({"including", "such", "e.g", "namely"})
 _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:what|how|which|when|why|"
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)
@@ -442,7 +441,7 @@ def _names_kind(text: str, kind: str, question: str) -> bool:
     given = {n for n in names(text) if n.lower() not in asked}
     stem, used = kind.lower().rstrip("s"), False
     for sentence in sentences(text):
-        toks = _TOKEN.findall(sentence)
+        toks = tokens(sentence)
         for i, tok in enumerate(toks):
             if not tok.lower().startswith(stem):
                 continue

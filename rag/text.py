@@ -60,9 +60,14 @@ def sentences(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def tokens(text: str) -> list[str]:
+    """Word tokens as written (hyphenated and dotted terms kept whole)."""
+    return _WORD.findall(text)
+
+
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (hyphenated and dotted terms kept whole)."""
-    return [w.lower().rstrip(".") for w in _WORD.findall(text)]
+    return [w.lower().rstrip(".") for w in tokens(text)]
 
 
 def content_words(text: str) -> list[str]:

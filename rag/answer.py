@@ -1,21 +1,20 @@
-"""Cited answers in which the code, not the model, owns the citations.
+"""Cited answers in which the code, not the model, owns the citations, and a
+trained judge (rag/judge.py) reads every decision that used to be guessed.
 
-1. Retrieve; when the best relevance score is below ``REFUSE_BELOW`` the collection
-   does not cover the question: say so, list the closest entries, call no model.
-   Below ``WEAK_MATCH`` the answer opens with a caution.
-2. Near miss: when the question names specifics (a dataset, a number, a model) that
-   none of the kept entries contains, say that the top paper's abstract does not
-   report them, citing it, instead of answering around the gap. When the gap is
-   only inferred and the question asks something else too, answer, then say so.
-3. Evidence: for each kept entry, the model answers from that entry alone (short
-   context, one source); the code attributes the statement to the entry.
-4. Verification: every generated sentence is checked against its source
-   (rag/verify.py); one that fails, only restates the question, uses a word of the
-   question that its source never uses (the question's premise put on the paper),
-   or brings words of its own that neither uses, is dropped.
-   The source sentences closest to the question are quoted after it (three for a
-   single-paper question, one when nothing else stands for an entry), so every
-   sentence is verified or the paper's own words; citations name retrieved entries.
+1. The question is analysed once (rag/query.py) and retrieved. The judge reads
+   each retrieved entry against it: does it answer the question, is the question
+   about it.
+2. No entry answers: when the question is about one of them (a near miss: the
+   right paper, a detail its abstract does not give), say that its abstract does
+   not report it, citing it; otherwise say the collection does not cover it and
+   list the closest entries. No model is called either way.
+3. Evidence: the entries that answer (one or two; up to six for "Which papers
+   ...?"), each read by the model alone with the sentences the judge ranks
+   highest; the code attributes each statement to its entry.
+4. Verification: a statement is kept when the judge finds it supported by its
+   source and every number, acronym and name in it occurs there; the source
+   sentences that best answer the question are quoted after it, so every
+   sentence is verified or the paper's own words.
 """
 
 from __future__ import annotations
@@ -28,47 +27,48 @@ from typing import Callable
 import numpy as np
 
 from .index import Index
+from .judge import CLAIM, QUESTION, Judge, Reading
 from .llm import ChatModel
 from .prompts import Prompts
+from .query import Query
 from .records import Entry, Hit
-from .lexical import terms
-from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms, tokens, words
-from .verify import NUMBER, Verifier, missing_terms, names
+from .text import STOPWORDS, URL, content_words, sentences, specific_terms, tokens, words
+from .verify import NUMBER, copied, invented, missing_terms, names
 
-# Calibrated on the dev questions (bench/calibrate.py prints the trade-off): the
-# point where at most ~5% of answerable questions are declined.
-REFUSE_BELOW = 0.08
-# Below this the answer opens with a caution: most unanswerable questions that pass
-# REFUSE_BELOW score under it (10 of 14 on the dev questions), few answerable ones do.
-WEAK_MATCH = 0.3
+# Retrieval score under which an entry is not worth reading: far below any
+# answerable question's top entry on the dev questions (bench/calibrate.py).
+REFUSE_BELOW = 0.02
+# Whether an entry answers a question: a logistic model over the retrieval score
+# and the judge's two outputs (all as logits), one for single-paper questions and
+# one for "Which papers ...?"; fitted by bench/judge.py --fit on the dev questions
+# (eval/questions.jsonl dev split, eval/holdout.jsonl, eval/holdout2.jsonl).
+FUSION = {"single": (0.282, 0.547, 0.438, -0.199), "survey": (2.554, 1.149, 0.362, 0.452)}
+ANSWERS = 0.08  # fused probability above which an entry answers a single-paper question
+ON_TOPIC = 0.2  # ... and above which an entry belongs to a "Which papers ...?" answer
+ABOUT = 0.5  # the judge: the question is about the entry's paper (near miss when not answered)
+SUPPORTED = 0.5  # the judge: a source supports a statement
+CONFIDENT = 0.3  # fused probability below which the answer opens with a caution
+NOT_REPORTED_VETO = 0.5  # the judge reads the entry as answering: no "does not report" notice
 CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
 ANSWER_TOKENS = 72
 SAME_SENTENCE = 0.9  # cosine above which two sentences say the same
 SAME_WORDS = 0.75  # share of a quote's content words above which a statement repeats it
 MIN_NOVEL_WORDS = 3  # content words a claim must add to the question
-MAX_ADDED_WORDS = 2  # content words in neither the source nor the question that reject a claim
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How many entries serve as evidence: an entry is kept when its score is at
-    least ``floor`` and at least ``relative`` times the best score."""
+    """How many entries the judge reads and how many serve as evidence."""
 
-    floor: float
-    relative: float
-    most: int
-    quotes: int  # source sentences quoted for the top entry
+    read: int  # retrieved entries the judge reads
+    most: int  # entries used as evidence
+    quotes: int  # source sentences quoted per entry at most
 
 
 # "How does BiLLM ...?" wants one paper, told well; "Which papers ...?" wants all
-# the relevant ones, each in a sentence. Both fitted on the dev questions
-# (eval/questions.jsonl dev split and eval/holdout.jsonl).
-SINGLE = Plan(floor=0.08, relative=0.7, most=2, quotes=3)
-SURVEY = Plan(floor=0.03, relative=0.1, most=6, quotes=1)
-
-
-def plan_for(question: str) -> Plan:
-    return SURVEY if is_survey(question) else SINGLE
+# the relevant ones, each in a sentence or two.
+SINGLE = Plan(read=5, most=2, quotes=3)
+SURVEY = Plan(read=10, most=6, quotes=1)
 
 
 @dataclass(frozen=True)
@@ -164,41 +164,71 @@ def _degenerate(sentence: str) -> bool:
 _PAPER_FRAME = re.compile(r"^(?:The|This|A|One)\s+(?:\w+\s+)?(?:paper|study|work|article|research)s?\s+"
                           r"(?:that|which|who|mentioned|building|examining|discussing|proposing|on|about)\b",
                           re.I)
-_TAXONOMY = re.compile(r"\b(?:is|are)\s+(?:a|an|the)\s+(?:\w+\s+)?(type|kind|subset|class|form|variant|"
-                       r"example|special case|part|branch|family)\s+of\b", re.I)
 _LIST_MARK = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 _THIRD_PERSON = {"We": "The authors", "we": "the authors", "Our": "Their", "our": "their",
                  "us": "them", "ours": "theirs"}
 _FIRST_PERSON = re.compile(r"\b(?:We|we|Our|our|us|ours)\b")
 
 
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return float(np.log(p / (1 - p)))
+
+
+def features(hit: Hit, reading: Reading) -> tuple[float, float, float]:
+    """What the fused score reads: retrieval score and the judge's outputs, as logits."""
+    return _logit(hit.score), _logit(reading.answers), _logit(reading.about)
+
+
+def fused(survey: bool, hit: Hit, reading: Reading) -> float:
+    b, *w = FUSION["survey" if survey else "single"]
+    z = b + sum(wi * xi for wi, xi in zip(w, features(hit, reading)))
+    return float(1 / (1 + np.exp(-z)))
+
+
 class Answerer:
-    def __init__(self, index: Index, model: ChatModel, prompts: Prompts):
+    def __init__(self, index: Index, model: ChatModel, prompts: Prompts, judge: Judge | None = None):
         self.index = index
         self.model = model
         self.prompts = prompts
-        self.verifier = Verifier(index.embedder.encode)
+        self.judge = judge or Judge()
+        self._sentences: dict[str, list[str]] = {}
+        self._fit: tuple[tuple[str, str], np.ndarray] = (("", ""), np.zeros(0))
 
-    def _context(self, entry: Entry, question: str) -> str:
-        """The abstract's sentences that share the question's rarest terms (then the
-        earliest), in their order, within the per-call token budget and always within
-        the model's window. Lexical on purpose: embedding the sentences here would
-        delay the first token."""
-        sents = sentences(entry.text) or [entry.text]
-        lexical = self.index.lexical()
-        asked = set(terms(question))
-        weight = [sum(lexical.idf(t) for t in asked & set(terms(s))) for s in sents]
-        budget = min(CONTEXT_TOKENS, self.model.n_ctx - ANSWER_TOKENS - 160)
-        chosen, used = set(), 0
-        for i in sorted(range(len(sents)), key=lambda i: (-weight[i], i)):
-            n = self.model.count_tokens(sents[i])
-            if used + n <= budget:
-                chosen.add(i)
-                used += n
-        if not chosen:  # one sentence longer than the budget: cut it by words
-            best = max(range(len(sents)), key=lambda i: (weight[i], -i))
-            return " ".join(sents[best].split()[: max(budget * 2 // 3, 1)])
-        return " ".join(sents[i] for i in sorted(chosen))
+    def sentences(self, entry: Entry) -> list[str]:
+        if entry.id not in self._sentences:
+            self._sentences[entry.id] = sentences(entry.text) or [entry.text]
+        return self._sentences[entry.id]
+
+    def _name(self, entry: Entry) -> str:
+        """The name a passage is headed by: a title or method name, never first words."""
+        return "" if entry.name == "this paper" else entry.name
+
+    def fit(self, question: str, entry: Entry) -> np.ndarray:
+        """How well each sentence of the entry alone answers the question (the judge;
+        the last entry's kept, as the near-miss check and the evidence both ask)."""
+        if self._fit[0] != (question, entry.id):
+            self._fit = ((question, entry.id), self.judge.sentences(question, self._name(entry),
+                                                                     self.sentences(entry)))
+        return self._fit[1]
+
+    def read(self, kind: str, text: str, entries: list[Entry]) -> list[Reading]:
+        """The judge's reading of each entry for a question or a claim."""
+        return self.judge.read(kind, text, [(self._name(e), self.sentences(e)) for e in entries])
+
+    def analyse(self, question: str, search: str | None = None) -> Query:
+        return Query.analyse(question, self.index.query_vector, search)
+
+    def select(self, q: Query, hits: list[Hit], readings: list[Reading],
+               most: int | None = None) -> list[tuple[Hit, float]]:
+        """The entries that answer ``q`` with their fused probability, best first: for a
+        single-paper question the best and any other nearly as good; for "Which
+        papers ...?" every entry that answers."""
+        scored = sorted(((h, fused(q.survey, h, r)) for h, r in zip(hits, readings)), key=lambda hp: -hp[1])
+        kept = [(h, p) for h, p in scored if p >= (ON_TOPIC if q.survey else ANSWERS)]
+        if q.survey:
+            return kept[:most or SURVEY.most]
+        return [hp for hp in kept if hp[1] >= kept[0][1] - 0.25][:SINGLE.most]
 
     def ask(self, question: str, k: int | None = None, *, query: str | None = None,
             only: list[Entry] | None = None, number: Callable[[Entry], int] | None = None,
@@ -208,11 +238,13 @@ class Answerer:
         rewritten to stand alone); ``only`` restricts the evidence to given entries
         ("compare [1] and [3]"); ``number`` gives each cited entry its citation
         number (a conversation keeps them stable), by default 1, 2, ... in order."""
-        t0 = time.perf_counter()
-        query = query or question
+        t0, judged = time.perf_counter(), self.judge.seconds
         ans = Answer(question=question)
-        ans.retrieved = (self.index.score_entries(query, only) if only
-                         else self.index.search(query, k))
+        q = self.analyse(question, query)
+        plan = SURVEY if q.survey or (only and len(only) > 1) else SINGLE
+        k = k or self.index.settings.k
+        ans.retrieved = (self.index.score_entries(q.search, only) if only
+                         else self.index.search(q.search, max(k, plan.read)))
         ans.timings["retrieval_ms"] = (time.perf_counter() - t0) * 1000
         first_token: list[float] = []
         numbers: dict[str, int] = {}
@@ -227,74 +259,76 @@ class Answerer:
             if on_sentence:
                 on_sentence(s)
 
-        hits = ans.retrieved
-        if not only and (not hits or hits[0].score < REFUSE_BELOW):
-            ans.refused = True
-            emit(Sentence("The collection does not cover this question; the closest entries "
-                          "are listed below.", [], "uncited"))
-        else:
-            plan = plan_for(question) if not only else (SINGLE if len(only) == 1 else SURVEY)
-            kept = hits[:SURVEY.most] if only else [
-                h for h in hits if h.score >= max(plan.floor, hits[0].score * plan.relative)][:plan.most]
-            absent, inferred = self._absent_specifics(question, kept)
-
-            def gap() -> None:
-                n = num(kept[0].entry)
-                ans.cited[n] = kept[0].entry
-                emit(Sentence(f"The abstract of {kept[0].entry.name} does not report "
-                              f"{_join(absent)}", [n], "verified"))
-
+        pool = ans.retrieved if only else [h for h in ans.retrieved[:plan.read] if h.score >= REFUSE_BELOW]
+        readings = self.read(QUESTION, q.text, [h.entry for h in pool])
+        kept = [(h, 1.0) for h in pool] if only else self.select(q, pool, readings)
+        read = {h.entry.id: r for h, r in zip(pool, readings)}
+        absent, partial = [], False
+        if kept and not only:
+            absent, inferred = self._absent_specifics(q, [h for h, _ in kept])
+            # The judge vetoes a notice on an entry it reads as answering: the rules
+            # above once said "does not report the figure asked for" of "by as
+            # much as 90%".
+            if read[kept[0][0].entry.id].answers >= NOT_REPORTED_VETO:
+                absent = []
             # A question with a second ask ("What is X, and how much does it save?")
-            # whose gap is only inferred (no figure near the question) gets what the
-            # abstracts answer, then the note on what they do not report.
-            partial = inferred and bool(_COMPOUND.search(question))
-            if absent and not partial:
-                ans.refused = True
-                gap()
+            # whose gap is only inferred gets what the abstracts answer, then the note.
+            partial = inferred and bool(_COMPOUND.search(q.text))
+
+        def gap(entry: Entry, what: str) -> None:
+            n = num(entry)
+            ans.cited[n] = entry
+            emit(Sentence(f"The abstract of {entry.name} does not report {what}", [n], "verified"))
+
+        if not kept or (absent and not partial):
+            ans.refused = True
+            near = max(zip(pool, readings), key=lambda hr: hr[1].about, default=None)
+            if kept:
+                gap(kept[0][0].entry, _join(absent))
+            elif near and near[1].about >= ABOUT and not q.survey:
+                gap(near[0].entry, self._missing(q, near[0].entry))
             else:
-                if not only and hits[0].score < WEAK_MATCH:
-                    emit(Sentence("The closest entries match this question only weakly, so the "
-                                  "collection may not answer it; this is what they say.", [], "uncited"))
-                qvec = self.index.query_vector(question)
+                emit(Sentence("The collection does not cover this question; the closest entries "
+                              "are listed below.", [], "uncited"))
+        else:
+            if not only and kept[0][1] < CONFIDENT and not q.survey:
+                emit(Sentence("The closest entries match this question only weakly, so the "
+                              "collection may not answer it; this is what they say.", [], "uncited"))
 
-                def token(tok: str) -> None:
-                    if not first_token:
-                        first_token.append(time.perf_counter() - t0)
-                    if on_token:
-                        on_token(tok)
+            def token(tok: str) -> None:
+                if not first_token:
+                    first_token.append(time.perf_counter() - t0)
+                if on_token:
+                    on_token(tok)
 
-                try:
-                    for i, hit in enumerate(kept):
-                        n = num(hit.entry)
-                        quotes = plan.quotes if i == 0 or only else 0
-                        for s in self.evidence(hit.entry, n, question, qvec, quotes, token):
-                            ans.cited[n] = hit.entry
-                            emit(s)
-                except KeyboardInterrupt:
-                    ans.interrupted = True
-                if partial and not ans.interrupted:
-                    gap()
+            try:
+                for i, (hit, _) in enumerate(kept):
+                    n = num(hit.entry)
+                    quotes = plan.quotes if i == 0 or only else 1
+                    for s in self.evidence(hit.entry, n, q, quotes, token):
+                        ans.cited[n] = hit.entry
+                        emit(s)
+            except KeyboardInterrupt:
+                ans.interrupted = True
+            if partial and absent and not ans.interrupted:
+                gap(kept[0][0].entry, _join(absent))
         ans.timings["first_token_s"] = first_token[0] if first_token else time.perf_counter() - t0
         ans.timings["total_s"] = time.perf_counter() - t0
+        ans.timings["judge_s"] = self.judge.seconds - judged
         ans.model = {"path": self.model.path, "sha256": getattr(self.model, "sha256", "")}
         return ans
 
-    def _absent_specifics(self, question: str, kept: list[Hit]) -> tuple[list[str], bool]:
+    def _absent_specifics(self, q: Query, kept: list[Hit]) -> tuple[list[str], bool]:
         """What the question asks for that none of the kept entries contains:
         specific terms (numbers, acronyms, named datasets or models); in a question
         after a detail ("which hardware", "what score"), also capitalised names
         ("Dice", "Cerebras"); and for a question after a figure ("how many") or a
         name ("which LLM"), one in the sentences of the top entry that match the
         question. The flag tells that the gap was inferred in this last way."""
-        # A name that occurs only in a link ("github.com/CerebrasResearch/...") is
-        # not something the abstract reports.
-        text = URL.sub(" ", " ".join(h.entry.text + " " + h.entry.label for h in kept))
-        absent = [_with_unit(t, question) for t in missing_terms(question, text)]
-        if _DETAIL.search(question):
-            names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
-            absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
+        question = q.text
+        absent = _named_absent(question, [h.entry for h in kept])
         # "Which papers ...?" asks for papers, not for a detail of one.
-        quantity, named, kind = ((None, None, None) if is_survey(question) else (
+        quantity, named, kind = ((None, None, None) if q.survey else (
             _QUANTITY.search(question), _WHICH_NAME.search(question), _NAMED_KIND.search(question)))
         if not absent and kind:
             if not _names_kind(kept[0].entry.text, kind.group("kind"), question):
@@ -302,27 +336,68 @@ class Answerer:
             named = None  # the name asked for is there
         if absent or not (quantity or named):
             return absent, False
-        qvec = self.index.query_vector(question)
-        near = [s for s, _ in self.verifier.closest_sentences(kept[0].entry, qvec, 3)]
+        # The sentences the judge finds answer the question best.
+        sents = self.sentences(kept[0].entry)
+        near = [sents[i] for i in np.argsort(-self.fit(question, kept[0].entry))[:3]]
         if quantity and not any(_FIGURE.search(s) for s in near):
             return [f"the {quantity.group('what') or 'figure'} asked for"], True
         # "Which LLM ...?" wants a name; the matching sentences must hold one
         # that the question does not already give.
-        asked = {t.lower() for t in specific_terms(question)}
+        asked = {t.lower() for t in q.specifics}
         if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit()
                                               for s in near for t in specific_terms(s)):
             return [f"which {named.group(1)}"], True
         return [], False
 
-    def evidence(self, entry: Entry, n: int, question: str, qvec: np.ndarray, quotes: int,
+    def _missing(self, q: Query, entry: Entry) -> str:
+        """What a near miss asks that the abstract lacks: the names and figures the
+        question gives that it does not, else what the question asks for."""
+        absent = _named_absent(q.text, [entry])
+        return _join(absent) if absent else "what the question asks for"
+
+    def _context(self, entry: Entry, ranked: list[int]) -> str:
+        """The abstract's sentences the judge ranks highest for the question, in their
+        order, within the per-call token budget and always within the model's window."""
+        sents = self.sentences(entry)
+        budget = min(CONTEXT_TOKENS, self.model.n_ctx - ANSWER_TOKENS - 160)
+        chosen, used = set(), 0
+        for i in ranked:
+            n = self.model.count_tokens(sents[i])
+            if used + n <= budget:
+                chosen.add(i)
+                used += n
+        if not chosen:  # one sentence longer than the budget: cut it by words
+            return " ".join(sents[ranked[0]].split()[: max(budget * 2 // 3, 1)])
+        return " ".join(sents[i] for i in sorted(chosen))
+
+    def supported(self, claims: list[str], entry: Entry) -> list[bool]:
+        """Whether the entry supports each claim: the claim is the source's own words,
+        trimmed (rag/verify.py ``copied``), names nothing the source does not, and
+        the judge finds a window of the source that supports it. The judge alone
+        tells a minimal edit from its original too rarely for a careful reader
+        (bench/judge_vs_proxies.py), so it vetoes and the copy check carries."""
+        sents = self.sentences(entry)
+        source = entry.text + " " + entry.label
+        out = []
+        for claim in claims:
+            if invented(claim, source) or not copied(claim, sents):
+                out.append(False)
+                continue
+            out.append(self.judge.read(CLAIM, claim, [(self._name(entry), sents)])[0].answers >= SUPPORTED)
+        return out
+
+    def evidence(self, entry: Entry, n: int, q: Query, quotes: int,
                  on_token: Callable[[str], None] | None = None,
                  prompt: tuple[str, dict[str, str]] = ("evidence.user", {})) -> list[Sentence]:
-        """What entry [n] says about ``question``: the model's statements that pass
-        verification, then the ``quotes`` source sentences closest to ``qvec`` (at
-        least one when no statement passed). ``prompt`` names the user template and
-        any values it needs beyond the abstract and the question."""
+        """What entry [n] says about the question: the model's statements the judge
+        finds supported, then up to ``quotes`` source sentences that answer the
+        question (at least one when no statement passed). ``prompt`` names the user
+        template and any values it needs beyond the abstract and the question."""
+        sents = self.sentences(entry)
+        fit = self.fit(q.text, entry)
+        ranked = sorted(range(len(sents)), key=lambda i: (-fit[i], i))
         name, extra = prompt
-        values = {"abstract": self._context(entry, question), "question": question} | extra
+        values = {"abstract": self._context(entry, ranked), "question": q.text} | extra
         needed = {k: v for k, v in values.items() if "{" + k + "}" in self.prompts.templates[name]}
         user = self.prompts.render(name, **needed)
         parts = []
@@ -342,36 +417,26 @@ class Answerer:
             said.append(vec)
             out.append(Sentence(text, [n], status))
 
-        asked = {_fold(w) for w in content_words(question)}
-        source, question_words = _stems(entry.text + " " + entry.label), _stems(question)
-        # Words of the question the source never uses: a claim that has them puts
-        # the question's premise on the paper ("RICE proposes a hierarchical RL
-        # framework" when asked about hierarchical RL).
-        premise = question_words - source - _FILLER_STEMS
-        allowed = source | question_words | _REPORTING
-        for claim in clean("".join(parts)):
-            # A claim that only restates the question ("The answer to this question
-            # is that X does Y") says nothing, however close to the source it is;
-            # one that brings words of its own ("a classic example of", "the paper
-            # mentioned by the user", "in the realm of quantum computing") adds what
-            # the source does not say.
-            said_words = _stems(claim)
-            novel = {_fold(w) for w in content_words(claim)} - asked - _FILLER
-            # "DPMs are a subset of GANs", "Sparse-IFTs are a type of Sparse-IFT
-            # algorithm": a kind the model puts the method in, unless the source does.
-            category = _TAXONOMY.search(claim)
-            if (len(novel) < MIN_NOVEL_WORDS or said_words & premise
-                    or len(said_words - allowed) >= MAX_ADDED_WORDS
-                    or (category and f"{category.group(1).lower()} of" not in entry.text.lower())):
-                continue
-            vec = self.index.embedder.encode([claim])[0]
-            if self.verifier.check(claim, entry, vec).ok:
-                add(claim, vec, "verified")
-        # The source sentences closest to the question back the answer with the
-        # paper's own words; one also stands in when every claim failed.
-        for best, vec in self.verifier.closest_sentences(entry, qvec, max(quotes, 0 if out else 1)):
-            add(best, vec, "quoted")
+        asked = {_fold(w) for w in content_words(q.text)}
+        # A claim that only restates the question ("The answer to this question is
+        # that X does Y") says nothing, however well its source supports it.
+        claims = [c for c in clean("".join(parts))
+                  if len({_fold(w) for w in content_words(c)} - asked - _FILLER) >= MIN_NOVEL_WORDS]
+        if claims:
+            vecs = self.index.embedder.encode(claims)
+            for claim, vec, ok in zip(claims, vecs, self.supported(claims, entry)):
+                if ok:
+                    add(claim, vec, "verified")
+        # The sentences the judge ranks highest for the question: a fixed number, not
+        # those above a threshold, since it rates paraphrased questions low.
+        picked = ranked[:max(quotes, 0 if out else 1)]
+        if picked:
+            vecs = self.index.embedder.encode([sents[i] for i in sorted(picked)])
+            for i, vec in zip(sorted(picked), vecs):
+                add(sents[i], vec, "quoted")
         return out
+
+
 
 
 # Questions after one detail of a paper, and those after a figure.
@@ -400,10 +465,6 @@ _QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Wh
 
 _FILLER = frozenset("answer question abstract paper author discuss discusse highlight "
                     "provide describe mention state".split())
-# How a statement reports a paper; words a claim may use that its source need not.
-_REPORTING_WORDS = ("authors discusses describes introduces presents demonstrates focuses explores "
-                    "investigates addresses highlights provides aims proposes considers examines "
-                    "analyzes studies")
 
 
 def _fold(word: str) -> str:
@@ -413,10 +474,6 @@ def _fold(word: str) -> str:
 def _stems(text: str) -> set[str]:
     """Content words by their first five letters, so "identifies" meets "identifying"."""
     return {w[:5] for w in content_words(text)}
-
-
-_REPORTING = _stems(_REPORTING_WORDS)
-_FILLER_STEMS = _stems(" ".join(_FILLER))
 
 
 def _overlap(quote: str, statement: str) -> float:
@@ -431,6 +488,20 @@ def _with_unit(term: str, question: str) -> str:
         return term
     m = re.search(rf"(?<![\w.]){re.escape(term)}\s*(%|[A-Za-z]+\b)", question)
     return m.group(0) if m and m.group(1).lower() not in STOPWORDS else term
+
+
+def _named_absent(question: str, entries: list[Entry]) -> list[str]:
+    """The specific terms the question gives (numbers with their unit, acronyms,
+    named datasets or models) and, in a question after a detail ("which hardware"),
+    its capitalised names ("Dice", "Cerebras"), that none of the entries contains.
+    A name that occurs only in a link ("github.com/CerebrasResearch/...") is not
+    something an abstract reports."""
+    text = URL.sub(" ", " ".join(e.text + " " + e.label for e in entries))
+    absent = [_with_unit(t, question) for t in missing_terms(question, text)]
+    if _DETAIL.search(question):
+        names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
+        absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
+    return absent
 
 
 def _names_kind(text: str, kind: str, question: str) -> bool:

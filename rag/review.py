@@ -1,6 +1,7 @@
 """Cited summaries for a literature review: `rag review "TOPIC"`.
 
-Retrieve broadly, keep the entries the calibrated score calls relevant, group them
+Retrieve broadly, keep the entries the judge (rag/judge.py) reads as being on the
+topic (as it reads "Which papers study TOPIC?"), group them
 into themes by their embeddings (average-linkage merging of the entries' mean chunk
 vectors; each theme named by the phrase its members share that is closest to them in
 meaning; single papers go under "Other papers"), and write one cited, verified
@@ -18,21 +19,13 @@ from typing import Callable
 import numpy as np
 
 from .answer import REFUSE_BELOW, Answerer, Sentence
+from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
 from .records import Entry, Hit
 from .text import words
 
-REVIEW_POOL = 30  # entries retrieved before the relevance cut
-# An entry is reviewed when its score reaches KEEP_ABOVE and it uses every term of
-# the topic, or is close to it in meaning (TOPIC_DENSE) and uses its rarest term, or
-# is closer still (TOPIC_DENSE_ALONE): a short topic such as "graph neural networks"
-# otherwise pulls in papers that share one word, and "hierarchical reinforcement
-# learning" every RL paper. Fitted on eval/topics.jsonl and the first two blind topic
-# sets for the best precision at unchanged recall (bench/review.py).
-KEEP_ABOVE = 0.18
-TOPIC_DENSE = 0.45
-TOPIC_DENSE_ALONE = 0.5
+REVIEW_POOL = 30  # entries retrieved, then read by the judge
 THEME_SIMILARITY = 0.45  # average cosine above which two groups form one theme
 
 
@@ -171,20 +164,19 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     """``progress(total, label)`` announces the number of papers, then each paper."""
     index = answerer.index
     rv = Review(topic=topic)
-    hits = index.search(topic, max(k or REVIEW_POOL, 1))
-    lexical = index.lexical()
-    rows = [lexical.row_of[h.entry.id] for h in hits]
-    kept = [h for h, c, rare in zip(hits, lexical.coverage(topic, rows), lexical.has_rarest(topic, rows))
-            if h.score >= KEEP_ABOVE
-            and (c >= 0.99 or h.dense >= TOPIC_DENSE_ALONE or (h.dense >= TOPIC_DENSE and rare))]
-    if not hits or hits[0].score < REFUSE_BELOW or not kept:
-        rv.refused, rv.closest = True, hits[:5]
+    found = index.search(topic, max(k or REVIEW_POOL, 1))
+    hits = [h for h in found if h.score >= REFUSE_BELOW]
+    q = answerer.analyse(f"Which papers study {topic}?")
+    readings = answerer.read(QUESTION, q.text, [h.entry for h in hits])
+    kept = [h for h, _ in answerer.select(q, hits, readings, most=len(hits))]
+    if not kept:
+        rv.refused, rv.closest = True, found[:5]
         return rv
     entries = [h.entry for h in kept]
     vectors = index.store.entry_vectors([e.id for e in entries])
-    rv.themes = themes(entries, vectors, group(entries, vectors), topic, lexical.idf, index.embedder.encode)
-    question = f"What does this paper propose or show about {topic}?"
-    qvec = index.query_vector(topic)
+    rv.themes = themes(entries, vectors, group(entries, vectors), topic, index.lexical().idf,
+                       index.embedder.encode)
+    question = answerer.analyse(f"What does this paper propose or show about {topic}?")
     if progress:
         progress(len(entries), "")
     for theme in rv.themes:
@@ -192,6 +184,6 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
             if progress:
                 progress(None, e.label)
             n = rv.numbers.setdefault(e.id, len(rv.numbers) + 1)
-            rv.statements[e.id] = answerer.evidence(e, n, question, qvec, quotes=0,
+            rv.statements[e.id] = answerer.evidence(e, n, question, quotes=0,
                                                     prompt=("review.user", {"topic": topic}))
     return rv

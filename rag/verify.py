@@ -1,25 +1,18 @@
-"""Checking a generated sentence against the one source it cites.
+"""The one check of a sentence against its source that needs no reading: every
+number, acronym and named method in it must occur there.
 
-A sentence passes when (1) every number, acronym and named method in it occurs in
-the source, (2) it is close in meaning to some sentence of the source, and (3) it
-does not flip that sentence's polarity (a "not" on one side only). These catch what
-a tiny model gets wrong: invented specifics, empty shells ("The answer is no."),
-and contradictions.
+A tiny model invents specifics (a benchmark, a model size, a figure); this catches
+them exactly and for free. Whether the source *supports* the sentence is the
+judge's to say (rag/judge.py); this check runs beside it, since a trained reader
+can still miss one wrong digit.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable
 
-import numpy as np
+from .text import MODIFIER, STOPWORDS, specific_terms, words
 
-from .records import Entry
-from .text import MODIFIER, STOPWORDS, sentences, specific_terms, words
-
-MIN_SIMILARITY = 0.62  # cosine to the best source sentence; empty shells score < 0.4
-_NEGATION = re.compile(r"\b(not|no|never|cannot|neither|nor|none)\b|n't\b", re.I)
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SCALED = re.compile(r"(\d+(?:\.\d+)?)([kKmMbB])")
@@ -28,15 +21,11 @@ _ACRONYM = re.compile(r"([A-Z]{2,5})s?")
 _BREAK = re.compile(r"[^\w\s-]|\b(?:" + "|".join(sorted(STOPWORDS)) + r")\b")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
 
-Embed = Callable[[list[str]], np.ndarray]
 
-
-@dataclass(frozen=True)
-class Verdict:
-    ok: bool
-    similarity: float
-    best_sentence: str
-    reason: str = ""
+def invented(claim: str, source: str) -> list[str]:
+    """What a claim names that its source does not: specific terms, and titles or
+    phrases in quotation marks that are not the source's own words."""
+    return missing_terms(claim, source) + [q for q in _QUOTED.findall(claim) if q.lower() not in source.lower()]
 
 
 def _norm(term: str) -> str:
@@ -84,39 +73,81 @@ def _spelled_out(term: str, initials: str) -> bool:
     return bool(m) and m.group(1).lower() in initials
 
 
-class Verifier:
-    def __init__(self, embed: Embed):
-        self._embed = embed
-        self._cache: dict[str, tuple[list[str], np.ndarray]] = {}
+# Words whose loss changes what a sentence claims: negations, hedges, comparisons,
+# quantifiers. A statement may drop none of them from the words it copies.
+_CRITICAL = frozenset("""not no never cannot neither nor none without fail fails failed unlike may might
+can could would should possibly potentially likely suggest suggests only up to at least most
+more less fewer lower higher than over under above below nearly almost approximately about roughly
+some all every each both either partly partially linear sublinear superlinear upper lower
+while whereas but however although though yet instead rather""".split())
+_THEY = {"the authors": "we", "their": "our", "them": "us", "theirs": "ours"}
+_MAX_GAP = 3  # source words a copied statement may skip in one place
 
-    def source_sentences(self, entry: Entry) -> tuple[list[str], np.ndarray]:
-        """The entry's sentences and their unit vectors (cached per entry)."""
-        if entry.id not in self._cache:
-            sents = sentences(entry.text) or [entry.text]
-            self._cache[entry.id] = (sents, self._embed(sents))
-        return self._cache[entry.id]
 
-    def closest(self, entry: Entry, vec: np.ndarray) -> tuple[str, float]:
-        sents, vecs = self.source_sentences(entry)
-        sims = vecs @ vec
-        i = int(np.argmax(sims))
-        return sents[i], float(sims[i])
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-+.%]*[A-Za-z0-9+%]|[A-Za-z0-9]|[,;:()]")
+_DELIMITERS = frozenset(",;:()")
 
-    def closest_sentences(self, entry: Entry, vec: np.ndarray, n: int) -> list[tuple[str, np.ndarray]]:
-        """The ``n`` sentences closest to ``vec`` with their vectors, in the abstract's order."""
-        sents, vecs = self.source_sentences(entry)
-        return [(sents[i], vecs[i]) for i in sorted(np.argsort(-(vecs @ vec))[:n])]
 
-    def check(self, claim: str, entry: Entry, vec: np.ndarray | None = None) -> Verdict:
-        """``vec``: the claim's embedding when the caller already has it."""
-        best, sim = self.closest(entry, self._embed([claim])[0] if vec is None else vec)
-        missing = missing_terms(claim, entry.text)
-        # Titles or phrases in quotation marks must be the source's own words.
-        missing += [q for q in _QUOTED.findall(claim) if q.lower() not in entry.text.lower()]
-        if missing:
-            return Verdict(False, sim, best, f"not in the source: {', '.join(missing)}")
-        if sim < MIN_SIMILARITY:
-            return Verdict(False, sim, best, f"too far from the source ({sim:.2f})")
-        if bool(_NEGATION.search(claim)) != bool(_NEGATION.search(best)):
-            return Verdict(False, sim, best, "polarity differs from the source")
-        return Verdict(True, sim, best)
+def _copy_tokens(text: str) -> list[str]:
+    """Lower-cased words and clause punctuation, the third person put back in the first."""
+    low = " " + text.lower() + " "
+    for third, first in _THEY.items():
+        low = low.replace(f" {third} ", f" {first} ")
+    return [t.rstrip(".") for t in _TOKEN.findall(low)]
+
+
+def copied(claim: str, sources: list[str]) -> bool:
+    """Whether ``claim`` is the source's own words, trimmed: at least 85% of its words
+    occur in order in one source sentence (or two adjacent ones), skipping at most
+    ``_MAX_GAP`` source words at a time, or a whole clause between commas or
+    brackets, and never a word that changes what is claimed (a negation, a hedge,
+    a comparison, a number); the words it adds change nothing either. Such a
+    statement cannot relate facts that the source does not."""
+    c = [t for t in _copy_tokens(claim) if t not in _DELIMITERS]
+    if not c:
+        return False
+    spans = sources + [a + " " + b for a, b in zip(sources, sources[1:])]
+    return any(_trimmed_copy(c, _copy_tokens(s)) for s in spans)
+
+
+def _changes_meaning(tokens: list[str]) -> bool:
+    return any(t in _CRITICAL or NUMBER.search(t) for t in tokens)
+
+
+def _trimmed_copy(c: list[str], raw: list[str]) -> bool:
+    pos = [k for k, t in enumerate(raw) if t not in _DELIMITERS]
+    s = [raw[k] for k in pos]
+    # Longest common subsequence, then walk back to see which words were skipped.
+    n, m = len(c), len(s)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if c[i] == s[j] else max(table[i + 1][j], table[i][j + 1])
+    if table[0][0] < 0.85 * n:
+        return False
+    i = j = 0
+    matched, added = [], []
+    while i < n and j < m:
+        if c[i] == s[j]:
+            matched.append(pos[j])
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            added.append(c[i])
+            i += 1
+        else:
+            j += 1
+    added += c[i:]
+    if _changes_meaning(added):
+        return False
+    for a, b in zip(matched, matched[1:]):
+        between = raw[a + 1:b]
+        gap = [t for t in between if t not in _DELIMITERS]
+        if not gap:
+            continue
+        # A clause set off by commas or brackets may go whole ("BiLLM, which ...,
+        # achieves"); a few words may go from within a clause, never across one.
+        clause = between[0] in _DELIMITERS and between[-1] in _DELIMITERS
+        short = len(gap) <= _MAX_GAP and len(gap) == len(between)
+        if _changes_meaning(gap) or not (clause or short):
+            return False
+    return True

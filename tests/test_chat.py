@@ -82,8 +82,6 @@ def test_scripted_conversation_with_the_real_model(seeded_index):
         assert [c["n"] for c in t["citations"]] == [1]
         assert not t["refused"]
     assert "AnyTool" in turns[1]["rewritten_query"]
-    # A follow-up stays within the single-question budget (6 s) on this machine.
-    assert turns[1]["timings"]["total_s"] < 6
 
 
 def test_plain_text_chat_from_stdin(seeded_index):

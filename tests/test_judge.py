@@ -1,0 +1,90 @@
+"""The shipped judge, loaded for real from its ONNX file, on real seed abstracts: a
+supported claim against its minimally edited twin, a question the abstract answers
+against its near-topic and near-miss twins. And a few-step run of the training
+script, so that it keeps working."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag.judge import CLAIM, QUESTION, MODEL_FILE, Judge, windows
+from rag.text import sentences
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return Judge()
+
+
+@pytest.fixture(scope="module")
+def abstract(seeded_index):
+    """The seed abstract whose label is ``name``, as (name, sentences)."""
+    entries = {e.label: e for e in seeded_index.store.entries()}
+
+    def get(name: str):
+        return name, sentences(entries[name].text)
+    return get
+
+
+def test_shipped_model_is_small_int8_onnx():
+    assert MODEL_FILE.is_file() and MODEL_FILE.stat().st_size < 30 * 2**20
+    card = (MODEL_FILE.parent / "MODEL_CARD.md").read_text()
+    assert "Limits" in card and "Training data" in card
+
+
+def test_windows_cover_every_sentence_with_overlap():
+    assert windows(2) == [(0, 2)]
+    assert windows(7) == [(0, 3), (2, 5), (4, 7)]
+    assert windows(8) == [(0, 3), (2, 5), (4, 7), (5, 8)]
+
+
+YES = 0.5  # the judge's own decision point (the pipeline fuses it with retrieval)
+
+
+@pytest.mark.parametrize("claim, twin", [
+    ("BiLLM outperforms state-of-the-art quantization methods of LLMs by significant margins.",
+     "BiLLM is outperformed by state-of-the-art quantization methods of LLMs by significant margins."),
+    ("BiLLM outperforms state-of-the-art quantization methods of LLMs by significant margins.",
+     "BiLLM does not outperform state-of-the-art quantization methods of LLMs."),
+    ("BiLLM binarizes a 7-billion LLM within 0.5 hours on a single GPU.",
+     "BiLLM binarizes a 7-billion LLM within 0.5 hours on eight GPUs."),
+    ("BiLLM binarizes a 7-billion LLM within 0.5 hours on a single GPU.",
+     "BiLLM was evaluated on image classification with ResNet-50."),
+])
+def test_supported_claim_passes_and_its_minimal_edit_fails(judge, abstract, claim, twin):
+    good, bad = judge.read(CLAIM, claim, [abstract("BiLLM")])[0], judge.read(CLAIM, twin, [abstract("BiLLM")])[0]
+    assert good.answers >= YES > bad.answers, (good, bad)
+
+
+@pytest.mark.xfail(strict=True, reason="known limitation (model card): swapped entities and reversed "
+                   "verbs inside a copied phrase mostly pass the judge; the copy check catches them")
+@pytest.mark.parametrize("twin", ["BiLLM binarizes the weights of LLMs during pretraining.",
+                                  "BiLLM identifies salient weights and maximizes the compression loss "
+                                  "through binary residual approximation."])
+def test_entity_swaps_are_beyond_the_judge(judge, abstract, twin):
+    assert judge.read(CLAIM, twin, [abstract("BiLLM")])[0].answers < YES
+
+
+def test_answerable_question_passes_and_its_near_topic_twin_fails(judge, abstract):
+    billm = [abstract("BiLLM")]
+    answered = judge.read(QUESTION, "How does BiLLM handle salient weights?", billm)[0]
+    near_topic = judge.read(QUESTION, "How can vision transformers be binarized to one bit per weight?", billm)[0]
+    near_miss = judge.read(QUESTION, "How much GPU memory does BiLLM need to binarize LLaMA2-70B?", billm)[0]
+    assert answered.answers >= YES > near_topic.answers, (answered, near_topic)
+    assert near_miss.answers < YES <= near_miss.about and near_topic.about < YES, (near_miss, near_topic)
+
+
+def test_training_script_runs_a_few_steps(tmp_path):
+    res = subprocess.run([sys.executable, str(ROOT / "training/judge/train.py"), "--tiny",
+                          "--work", str(tmp_path)], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    metrics = json.loads((tmp_path / "tiny-onnx" / "metrics.json").read_text())
+    assert metrics["training"]["steps"] >= 3
+    assert (tmp_path / "tiny-onnx" / "judge.int8.onnx").is_file()

@@ -1,0 +1,179 @@
+"""Synthetic records (DATA_SPEC.md) -> labelled pairs for the judge, deterministically.
+
+Every pair is (first, second, answers, about): ``first`` is a question or claim with
+its task marker, ``second`` a passage of one abstract built exactly as the pipeline
+builds it (rag/judge.py), ``answers`` 1 when the passage answers the question or
+supports the claim, ``about`` 1 when the question is about the passage's paper
+(-1: not defined, as for claims). Labels follow from how each record was written:
+
+- answerable question x window holding all its evidence: answers 1, about 1;
+  x window holding none of it: answers 0, about 1 (a window holding part is skipped);
+- near-miss question x every window: answers 0, about 1;
+- near-topic question x every window: answers 0, about 0;
+- any question x windows of another record of the same field, sharing the most
+  words with it: answers 0, about 0 (hard negatives across papers);
+- supported claim x window holding its evidence: answers 1; x windows holding
+  none of it: 0; unsupported claim x the window its twin is checked against: 0;
+- single sentences as well as windows, since the pipeline also reads sentences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from rag.judge import CLAIM, QUESTION, first_segment, passage, windows  # noqa: E402
+
+RAW = Path(__file__).resolve().parent / "data" / "raw"
+TOPICS = RAW.parent / "topics"
+# How researchers ask for every paper on a topic (rag/text.py is_survey knows these).
+SURVEY_FORMS = ("Which papers study {}?", "What work is there on {}?", "{}", "Are there papers about {}?",
+                "papers on {}", "What has been done on {}?", "Which papers address {}, and how?")
+VALIDATION_SHARE = 0.12
+PER_QUESTION = 3  # negative windows per question: every window would be 50k pairs, hours of CPU  # of records, by a hash of the id: never trained on
+_WORD = re.compile(r"[a-z][a-z0-9-]+")
+
+
+@dataclass(frozen=True)
+class Pair:
+    first: str
+    second: str
+    answers: int
+    about: int
+    task: str  # what the pair tests, for per-task accuracy
+    record: str
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_records(raw: Path = RAW) -> list[dict]:
+    """The records, each with its topic labels ("topics", "not_topics") when written."""
+    topics = {t["id"]: t for p in sorted(TOPICS.glob("*.jsonl")) for t in _lines(p)}
+    out = []
+    for path in sorted(raw.glob("*.jsonl")):
+        for rec in _lines(path):
+            out.append(rec | {k: topics.get(rec["id"], {}).get(k, []) for k in ("topics", "not_topics")})
+    return out
+
+
+def is_validation(record_id: str) -> bool:
+    h = int(hashlib.sha256(record_id.encode()).hexdigest()[:8], 16)
+    return h / 0xFFFFFFFF < VALIDATION_SHARE
+
+
+def _name(rec: dict, rng: random.Random) -> str:
+    # Seed entries often have no title: the model must not depend on one.
+    return rec.get("title", "") if rng.random() < 0.5 else ""
+
+
+def _spans(n: int) -> list[tuple[int, int]]:
+    """The pipeline's windows plus every single sentence."""
+    return sorted(set(windows(n)) | {(i, i + 1) for i in range(n)})
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def record_pairs(rec: dict, others: list[dict], rng: random.Random) -> list[Pair]:
+    sents, rid = rec["sentences"], rec["id"]
+    out: list[Pair] = []
+
+    def add(kind: str, text: str, span: tuple[int, int], answers: int, about: int, task: str,
+            source: dict = rec) -> None:
+        s = source["sentences"]
+        out.append(Pair(first_segment(kind, text), passage(_name(source, rng), s[span[0]:span[1]]),
+                        answers, about, task, rid))
+
+    spans = _spans(len(sents))
+
+    def some(candidates: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
+        return rng.sample(candidates, min(n, len(candidates)))
+
+    for q in rec["questions"]:
+        t = q["type"]
+        if t in ("direct", "paraphrase"):
+            ev = set(q["evidence"])
+            covering = [sp for sp in spans if ev <= set(range(*sp))]
+            if not covering:  # evidence further apart than a window: read it joined
+                add(QUESTION, q["q"], (min(ev), max(ev) + 1), 1, 1, f"q-{t}")
+            for sp in some(covering, 2):
+                add(QUESTION, q["q"], sp, 1, 1, f"q-{t}")
+            for sp in some([sp for sp in spans if not ev & set(range(*sp))], PER_QUESTION):
+                add(QUESTION, q["q"], sp, 0, 1, "q-other-window")
+        elif t == "near_miss":
+            for sp in some(spans, PER_QUESTION + 1):
+                add(QUESTION, q["q"], sp, 0, 1, "q-near-miss")
+        elif t == "near_topic":
+            for sp in some(spans, PER_QUESTION):
+                add(QUESTION, q["q"], sp, 0, 0, "q-near-topic")
+        # Hard negatives: the same-field abstract that shares the most words.
+        same = [o for o in others if o["field"] == rec["field"] and o["id"] != rid] or others
+        qw = _words(q["q"])
+        pool = sorted(same, key=lambda o: -len(qw & _words(" ".join(o["sentences"]))))[:3]
+        other = rng.choice(pool)
+        ospans = windows(len(other["sentences"]))
+        add(QUESTION, q["q"], rng.choice(ospans), 0, 0, "q-other-paper", other)
+
+    # Survey questions: the question is about every paper on its topic (which window
+    # shows it is left to the max over windows, so "answers" is not defined).
+    for topic in rec.get("topics", []):
+        add(QUESTION, rng.choice(SURVEY_FORMS).format(topic), rng.choice(spans), -1, 1, "q-topic")
+    for topic in rec.get("not_topics", []):
+        add(QUESTION, rng.choice(SURVEY_FORMS).format(topic), rng.choice(spans), 0, 0, "q-not-topic")
+
+    claims = rec["claims"]
+    checked_on: dict[int, tuple[int, int]] = {}
+    for i, c in enumerate(claims):
+        if c["label"] != "supported":
+            continue
+        ev = set(c["evidence"])
+        covering = [sp for sp in windows(len(sents)) if ev <= set(range(*sp))]
+        span = rng.choice(covering) if covering else (min(ev), max(ev) + 1)
+        checked_on[i] = span
+        add(CLAIM, c["claim"], span, 1, -1, f"c-{c.get('kind', 'paraphrase')}")
+        if len(ev) == 1:
+            add(CLAIM, c["claim"], (min(ev), min(ev) + 1), 1, -1, f"c-{c.get('kind', 'paraphrase')}")
+        far = [sp for sp in windows(len(sents)) if not ev & set(range(*sp))]
+        if far:
+            add(CLAIM, c["claim"], rng.choice(far), 0, -1, "c-other-window")
+    for c in claims:
+        if c["label"] != "unsupported":
+            continue
+        twin = c.get("edits", -1)
+        if twin in checked_on:
+            span = checked_on[twin]
+        else:  # edits a sentence: the window around the sentence it shares most words with
+            cw = _words(c["claim"])
+            best = max(range(len(sents)), key=lambda j: len(cw & _words(sents[j])))
+            span = next(sp for sp in windows(len(sents)) if sp[0] <= best < sp[1])
+        add(CLAIM, c["claim"], span, 0, -1, f"c-{c['kind']}")
+    return out
+
+
+def build(records: list[dict], seed: int = 13) -> tuple[list[Pair], list[Pair]]:
+    """(train, validation) pairs; the split is by record, so no abstract is in both."""
+    rng = random.Random(seed)
+    train, val = [], []
+    for rec in records:
+        (val if is_validation(rec["id"]) else train).extend(record_pairs(rec, records, rng))
+    rng.shuffle(train)
+    return train, val
+
+
+if __name__ == "__main__":
+    from collections import Counter
+
+    tr, va = build(load_records())
+    print(f"{len(tr)} train pairs, {len(va)} validation pairs")
+    for name, ps in (("train", tr), ("validation", va)):
+        c = Counter((p.task, p.answers) for p in ps)
+        print(name, ", ".join(f"{t}:{a}={n}" for (t, a), n in sorted(c.items())))

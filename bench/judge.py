@@ -68,7 +68,7 @@ def fit(rows: list[tuple]) -> dict[str, tuple[float, ...]]:
     return out
 
 
-def report(name: str, rows: list[tuple]) -> None:
+def report(answerer: Answerer, name: str, rows: list[tuple]) -> None:
     print(f"\n{name}: {len(rows)} questions")
     for label, survey in (("single-paper and unanswerable", False), ("multi-paper", True)):
         sel = [(h, r, g) for q, query, hits, rs, gs, _ in rows if (q.base_kind == "multi") == survey
@@ -90,7 +90,7 @@ def report(name: str, rows: list[tuple]) -> None:
         declined = {"unanswerable": [], "answerable": []}
         first, recall, precision = [], [], []
         for q, query, hits, readings, gold, _ in rows:
-            kept = answerer_select(query, hits, readings)
+            kept = answerer.select(query, hits, readings)
             declined["unanswerable" if q.base_kind == "unanswerable" else "answerable"].append(not kept)
             ids = [(h.entry.source.path, h.entry.source.ordinal) for h, _ in kept]
             if q.base_kind == "single" and kept:
@@ -111,7 +111,7 @@ def report(name: str, rows: list[tuple]) -> None:
         for q, query, hits, readings, gold, _ in rows:
             if q.base_kind != "multi":
                 continue
-            ids = [(h.entry.source.path, h.entry.source.ordinal) for h, _ in answerer_select(query, hits, readings)]
+            ids = [(h.entry.source.path, h.entry.source.ordinal) for h, _ in answerer.select(query, hits, readings)]
             recall.append(len(q.gold & set(ids)) / len(q.gold))
             declined.append(not ids)
             if ids:
@@ -145,8 +145,6 @@ def main() -> None:
     index = Index(settings)
     index.ensure_ingested()
     answerer = Answerer(index, model=None, prompts=None)
-    global answerer_select
-    answerer_select = answerer.select
     sets = []
     for f in args.files:
         path, _, split = f.partition(":")
@@ -155,7 +153,7 @@ def main() -> None:
         A.FUSION = fit([row for _, rows in sets for row in rows])
         print(f"FUSION = {A.FUSION}")
     for name, rows in sets:
-        report(name, rows)
+        report(answerer, name, rows)
 
 
 if __name__ == "__main__":

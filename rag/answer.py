@@ -217,7 +217,7 @@ class Answerer:
         return self.judge.read(kind, text, [(self._name(e), self.sentences(e)) for e in entries])
 
     def analyse(self, question: str, search: str | None = None) -> Query:
-        return Query.analyse(question, self.index.query_vector, search)
+        return Query.analyse(question, search)
 
     def select(self, q: Query, hits: list[Hit], readings: list[Reading],
                most: int | None = None) -> list[tuple[Hit, float]]:
@@ -422,11 +422,10 @@ class Answerer:
         # that X does Y") says nothing, however well its source supports it.
         claims = [c for c in clean("".join(parts))
                   if len({_fold(w) for w in content_words(c)} - asked - _FILLER) >= MIN_NOVEL_WORDS]
-        if claims:
-            vecs = self.index.embedder.encode(claims)
-            for claim, vec, ok in zip(claims, vecs, self.supported(claims, entry)):
-                if ok:
-                    add(claim, vec, "verified")
+        kept = [c for c, ok in zip(claims, self.supported(claims, entry)) if ok]
+        if kept:  # embedded only to tell repeats apart
+            for claim, vec in zip(kept, self.index.embedder.encode(kept)):
+                add(claim, vec, "verified")
         # The sentences the judge ranks highest for the question: a fixed number, not
         # those above a threshold, since it rates paraphrased questions low.
         picked = ranked[:max(quotes, 0 if out else 1)]

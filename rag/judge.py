@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -56,6 +56,26 @@ def windows(n: int, size: int = WINDOW, stride: int = STRIDE) -> list[tuple[int,
     return [(s, s + size) for s in starts]
 
 
+@lru_cache(maxsize=1)
+def _tokenizer():
+    from tokenizers import Tokenizer
+
+    from .embed import model_dir
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
+    tok.enable_padding()
+    return tok
+
+
+def encode(firsts: Sequence[str], seconds: Sequence[str]) -> dict[str, np.ndarray]:
+    """Token ids of pairs for the model; training feeds it the same."""
+    enc = _tokenizer().encode_batch(list(zip(firsts, seconds)))
+    return {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
+
+
 @dataclass(frozen=True)
 class Reading:
     """The judge's verdict on one entry for one question or claim."""
@@ -89,24 +109,6 @@ class Judge:
             raise ModelError(f"cannot load the judge model {self.model_file} ({e}); "
                              "reinstall the project or retrain it") from None
 
-    @cached_property
-    def _tokenizer(self):
-        from tokenizers import Tokenizer
-
-        from .embed import model_dir
-
-        tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-        tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
-        tok.enable_padding()
-        return tok
-
-    def encode(self, firsts: Sequence[str], seconds: Sequence[str]) -> dict[str, np.ndarray]:
-        """Token ids for the model, as training feeds them."""
-        enc = self._tokenizer.encode_batch(list(zip(firsts, seconds)))
-        return {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
-
     def score(self, firsts: Sequence[str], seconds: Sequence[str], batch: int = 16) -> np.ndarray:
         """(n, 2) probabilities: ``answers`` and ``about`` per pair."""
         t0 = time.perf_counter()
@@ -114,8 +116,8 @@ class Judge:
         order = sorted(range(len(firsts)), key=lambda i: len(firsts[i]) + len(seconds[i]))
         for a in range(0, len(order), batch):
             rows = order[a:a + batch]
-            logits = self._session.run(None, self.encode([firsts[i] for i in rows],
-                                                         [seconds[i] for i in rows]))[0]
+            logits = self._session.run(None, encode([firsts[i] for i in rows],
+                                                    [seconds[i] for i in rows]))[0]
             out[rows] = 1.0 / (1.0 + np.exp(-logits))
         self.seconds += time.perf_counter() - t0
         return out

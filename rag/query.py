@@ -9,24 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from .text import focus, is_survey, specific_terms
+from .text import is_survey, specific_terms
 
 
 @dataclass(frozen=True)
 class Query:
     text: str  # as asked (the judge reads this)
     search: str  # what retrieval searches for: a chat turn rewritten to stand alone
-    focus: str  # without a survey question's frame ("Which papers study ...")
     survey: bool  # after every paper on a topic, not after one paper
     specifics: frozenset[str]  # numbers, acronyms and names it gives
-    vector: np.ndarray  # unit embedding of ``focus``
 
     @classmethod
-    def analyse(cls, text: str, embed, search: str | None = None) -> "Query":
-        """``embed(text) -> vector``: the index's cached query embedder."""
+    def analyse(cls, text: str, search: str | None = None) -> "Query":
+        # No vector here: retrieval embeds ``search`` (without a survey frame) and
+        # caches it, and no other stage reads one.
         text = " ".join(text.split())
-        return cls(text=text, search=search or text, focus=focus(text), survey=is_survey(text),
-                   specifics=frozenset(specific_terms(text)),
-                   vector=embed(text))
+        return cls(text=text, search=search or text, survey=is_survey(text),
+                   specifics=frozenset(specific_terms(text)))

@@ -78,7 +78,7 @@ def _spelled_out(term: str, initials: str) -> bool:
 _CRITICAL = frozenset("""not no never cannot neither nor none without fail fails failed unlike may might
 can could would should possibly potentially likely suggest suggests only up to at least most
 more less fewer lower higher than over under above below nearly almost approximately about roughly
-some all every each both either partly partially linear sublinear superlinear upper lower
+some all every each both either partly partially linear sublinear superlinear upper
 while whereas but however although though yet instead rather""".split())
 _THEY = {"the authors": "we", "their": "our", "them": "us", "theirs": "ours"}
 _MAX_GAP = 3  # source words a copied statement may skip in one place

@@ -40,7 +40,7 @@ from transformers import BertModel  # noqa: E402
 
 from pairs import Pair, build, load_records  # noqa: E402
 from rag.embed import model_dir  # noqa: E402
-from rag.judge import MAX_TOKENS, MODEL_DIR, Judge  # noqa: E402
+from rag.judge import MAX_TOKENS, MODEL_DIR, Judge, encode  # noqa: E402
 
 
 class CrossEncoder(torch.nn.Module):
@@ -66,8 +66,8 @@ def batches(pairs: list[Pair], size: int, rng: random.Random) -> list[list[Pair]
     return out
 
 
-def tensors(judge: Judge, batch: list[Pair]) -> dict[str, torch.Tensor]:
-    enc = judge.encode([p.first for p in batch], [p.second for p in batch])
+def tensors(batch: list[Pair]) -> dict[str, torch.Tensor]:
+    enc = encode([p.first for p in batch], [p.second for p in batch])
     return {k: torch.from_numpy(v) for k, v in enc.items()}
 
 
@@ -111,14 +111,14 @@ def evaluate(probs: np.ndarray, pairs: list[Pair]) -> dict:
     return out
 
 
-def predict_torch(model: CrossEncoder, judge: Judge, pairs: list[Pair], size: int = 32) -> np.ndarray:
+def predict_torch(model: CrossEncoder, pairs: list[Pair], size: int = 32) -> np.ndarray:
     model.eval()
     out = np.zeros((len(pairs), 2), dtype=np.float32)
     idx = sorted(range(len(pairs)), key=lambda i: len(pairs[i].first) + len(pairs[i].second))
     with torch.no_grad():
         for a in range(0, len(idx), size):
             rows = idx[a:a + size]
-            out[rows] = torch.sigmoid(model(**tensors(judge, [pairs[i] for i in rows]))).numpy()
+            out[rows] = torch.sigmoid(model(**tensors([pairs[i] for i in rows]))).numpy()
     model.train()
     return out
 
@@ -158,14 +158,12 @@ def main() -> None:
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    rng = random.Random(args.seed)
     train, val = build(load_records(), args.seed)
     if args.tiny:
         train, val = train[:48], val[:32]
         args.epochs, args.save_every = 1.0, 2
     print(f"{len(train)} training pairs, {len(val)} validation pairs", flush=True)
 
-    judge = Judge.__new__(Judge)  # only its tokenizer: the ONNX file may not exist yet
     bert = BertModel.from_pretrained(str(model_dir()), add_pooling_layer=False)
     model = CrossEncoder(bert)
     if args.init:
@@ -208,7 +206,7 @@ def main() -> None:
             print(f"time budget reached at step {step}", flush=True)
             break
         batch = plan[step]
-        logits = model(**tensors(judge, batch))
+        logits = model(**tensors(batch))
         ans = torch.tensor([p.answers for p in batch], dtype=torch.float32)
         about = torch.tensor([p.about for p in batch], dtype=torch.float32)
         # -1 marks an output the pair does not define (claims have no "about").
@@ -235,7 +233,7 @@ def main() -> None:
                             "epochs": args.epochs, "batch": args.batch, "lr": args.lr,
                             "minutes": round((time.time() - t0) / 60, 1), "max_tokens": MAX_TOKENS,
                             "records": len(load_records())}}
-    metrics["validation_torch"] = evaluate(predict_torch(model, judge, val), val)
+    metrics["validation_torch"] = evaluate(predict_torch(model, val), val)
     fp32, int8 = export(model, args.work / "tiny-onnx" if args.tiny else args.work / "onnx")
     for name, path in (("validation_onnx_fp32", fp32), ("validation_onnx_int8", int8)):
         j = Judge(path, threads=args.threads)

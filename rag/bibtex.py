@@ -12,13 +12,6 @@ from bibtexparser import model
 from .records import Entry
 
 
-def year_of(entry: Entry) -> str:
-    if entry.year:
-        return entry.year
-    found = re.search(r"\b(19|20)\d{2}\b", entry.venue)
-    return found.group(0) if found else ""
-
-
 def _slug(text: str) -> str:
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     words = re.findall(r"[A-Za-z0-9]+", ascii_text)
@@ -26,12 +19,15 @@ def _slug(text: str) -> str:
 
 
 def citation_keys(entries: list[Entry]) -> dict[str, str]:
-    """Entry id -> key like ``billm2024``: derived from label and year, so the same
-    entry keeps its key across runs; clashes get a, b, c... in source order."""
+    """Entry id -> citation key. The source's own key (Better BibTeX's
+    ``hu_lora_2022``) is kept, so that existing ``[@key]`` citations still match;
+    others are derived from label and year (``billm2024``), so the same entry keeps
+    its key across runs. Clashes get a, b, c... in source order."""
     keys: dict[str, str] = {}
     taken: dict[str, int] = {}
-    for e in sorted(entries, key=lambda e: (e.source.path, e.source.ordinal)):
-        base = f"{_slug(e.label)}{year_of(e)}"
+    ordered = sorted(entries, key=lambda e: (not e.key, e.source.path, e.source.ordinal))
+    for e in ordered:
+        base = e.key or f"{_slug(e.label)}{e.year_or_venue_year}"
         n = taken.get(base, 0)
         taken[base] = n + 1
         keys[e.id] = base if n == 0 else f"{base}{chr(ord('a') + n - 1)}"
@@ -39,31 +35,45 @@ def citation_keys(entries: list[Entry]) -> dict[str, str]:
 
 
 def _value(value: str) -> str:
-    """The writer braces every value; unbalanced braces in the text would break
-    the file, so only those are dropped (LaTeX such as $\\sqrt{T}$ stays)."""
+    """A field value as BibTeX readers (biber, pandoc) parse it: LaTeX. The writer
+    braces every value, so unbalanced braces are dropped; a bare %, & or # (a
+    comment, an alignment tab, a macro parameter) is escaped, and so is an odd $
+    ("under $50"); balanced math such as $\\sqrt{T}$ stays."""
     depth = 0
     for ch in value:
         depth += (ch == "{") - (ch == "}")
         if depth < 0:
             break
-    return value if depth == 0 else value.replace("{", "").replace("}", "")
+    if depth != 0:
+        value = value.replace("{", "").replace("}", "")
+    value = re.sub(r"(?<!\\)([%&#])", r"\\\1", value)
+    if len(re.findall(r"(?<!\\)\$", value)) % 2:
+        value = re.sub(r"(?<!\\)\$", r"\\$", value)
+    return value
+
+
+_VENUE_FIELD = {"article": "journal", "inproceedings": "booktitle", "incollection": "booktitle"}
 
 
 def to_bibtex(entries: list[Entry], keys: dict[str, str]) -> str:
     library = bibtexparser.Library()
     for e in entries:
+        kind = e.kind or ("inproceedings" if e.venue else "misc")
         # Double braces around the title keep its capitals (BiLLM) in any style.
         fields = {
             "title": e.title or e.label,
-            "author": e.authors.replace("; ", " and "),
-            "booktitle": e.venue,
-            "year": year_of(e),
-            "url": e.url,
+            "author": " and ".join(e.author_list),
+            _VENUE_FIELD.get(kind, "howpublished"): e.venue,
+            "year": e.year_or_venue_year,
+            "volume": e.volume,
+            "pages": e.pages.replace("–", "--"),
+            "publisher": e.publisher,
             "doi": e.doi,
+            "url": e.url,
             "abstract": e.text,
             "note": f"{e.source.path} #{e.source.ordinal}",
         }
-        library.add(model.Entry("inproceedings" if e.venue else "misc", keys[e.id],
+        library.add(model.Entry(kind, keys[e.id],
                                 [model.Field(k, "{" + _value(v) + "}" if k == "title" else _value(v))
                                  for k, v in fields.items() if v]))
     return bibtexparser.write_string(library)

@@ -12,25 +12,50 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                           TimeRemainingColumn)
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 from rich.padding import Padding
 from rich.text import Text
 
-from .errors import RagError, UsageError
+from .errors import NotFoundError, RagError, UsageError
 
 err = Console(stderr=True)
-out = Console()
+# Piped output is plain text or Markdown: no hard wrap, no padding (Rich would wrap
+# at 80 columns when stdout is not a terminal).
+out = Console(soft_wrap=not sys.stdout.isatty())
+
+EXAMPLES = """\b
+Examples:
+  rag ask "Is there work on 1-bit quantization of LLMs?"
+  rag ingest ~/Zotero/export.bib papers/          # BibTeX, RIS, CSL-JSON, JSONL, CSV
+  rag review "bandit algorithms" -o review.md --bib review.bib
+  rag search -k 10 "optimal transport"
+  echo "What is BiLLM?" | rag ask -
+
+\b
+Exit codes: 0 done, 1 declined or not found, 2 usage, 3 input file, 4 index/store,
+5 model, 6 prompt, 7 server, 130 interrupted."""
+
+
+def _env_help() -> str:
+    from .config import Settings
+
+    lines = ["\b", "Settings (each also an environment variable):"]
+    for name, f in Settings.model_fields.items():
+        lines.append(f"  RAG_{name.upper():<22}{f.description}")
+    return "\n".join(lines)
 
 
 def common(fn):
     """Options every command takes, and the edge where errors become one line."""
 
     @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-                  envvar="RAG_DATA_DIR", help="Index folder (default: a per-user data folder).")
-    @click.option("--chroma-url", envvar="RAG_CHROMA_URL",
+                  envvar="RAG_DATA_DIR", show_envvar=True,
+                  help="Index folder (default: a per-user data folder).")
+    @click.option("--chroma-url", envvar="RAG_CHROMA_URL", show_envvar=True,
                   help="Use the Chroma server at this URL instead of the embedded store.")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
     @wraps(fn)
@@ -52,9 +77,12 @@ def common(fn):
 def model_options(fn):
     """Options of the commands that generate text (read by ``common``)."""
     for option in (
-        click.option("--llm-model", help="The model name to ask the server for [RAG_LLM_MODEL]."),
-        click.option("--llm-url", help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 [RAG_LLM_URL]."),
-        click.option("--model", help="A GGUF chat model file (default: SmolLM2-135M) [RAG_MODEL]."),
+        click.option("--llm-model", envvar="RAG_LLM_MODEL", show_envvar=True,
+                     help="The model name to ask the server for."),
+        click.option("--llm-url", envvar="RAG_LLM_URL", show_envvar=True,
+                     help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+        click.option("-m", "--model", envvar="RAG_MODEL", show_envvar=True,
+                     help="A GGUF chat model file (default: SmolLM2-135M)."),
     ):
         fn = option(fn)
     return fn
@@ -75,15 +103,24 @@ def _settings(overrides: dict):
 
 @contextmanager
 def progress_bar(label: str, enabled: bool):
-    """Callbacks (start(total), advance(n)) that draw a bar on a terminal only."""
+    """Callbacks (start(total), advance(n)) that draw a bar on a terminal only. The
+    bar appears at start(): a step that turns out to have nothing to do shows
+    nothing (no "first run" line when the index already exists)."""
     if not enabled or not err.is_terminal:
         yield {}
         return
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err, transient=True) as p:
-        task = p.add_task(label, total=None)
-        yield {"start": lambda total: p.update(task, total=total),
-               "advance": lambda n: p.advance(task, n)}
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+                   TimeRemainingColumn(), console=err, transient=True)
+    task = bar.add_task(label, total=None)
+
+    def start(total: int) -> None:
+        bar.update(task, total=total)
+        bar.start()
+
+    try:
+        yield {"start": start, "advance": lambda n: bar.advance(task, n)}
+    finally:
+        bar.stop()
 
 
 def _open_index(settings):
@@ -92,53 +129,197 @@ def _open_index(settings):
     return Index(settings)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=EXAMPLES + "\n\n" + _env_help())
 @click.version_option(package_name="rag-abstracts")
 def main():
-    """A local research assistant over paper abstracts, with citations."""
+    """A local research assistant over paper abstracts, with citations.
+
+    Abstracts are indexed on this machine (the bundled ICML 2024 seeds on first
+    use), and answers, chats and reviews cite the entries they come from."""
 
 
 def print_hits(title: str, hits) -> None:
+    if not out.is_terminal:
+        click.echo(title)
+        for h in hits:
+            click.echo(f"{h.rank}. {h.entry.reference(h.rank).partition('] ')[2]}  {h.score:.2f}")
+            click.echo(f"   {h.snippet}")
+        click.echo()
+        return
     out.print(f"[bold]{escape(title)}[/]")
     if not hits:
-        out.print("  (the index is empty: run rag ingest)")
+        out.print("  (nothing found)")
     for h in hits:
-        src = h.entry.source
-        out.print(f"[bold cyan]{h.rank:>2}.[/] [bold]{escape(h.entry.label)}[/]  "
-                  f"[green]{h.score:.2f}[/]  [dim]{escape(src.path)} #{src.ordinal}[/]", highlight=False)
+        out.print(f"[bold cyan]{h.rank:>2}.[/] {escape(h.entry.reference(h.rank).partition('] ')[2])}"
+                  f"  [green]{h.score:.2f}[/]", highlight=False)
         out.print(Padding(Text(h.snippet, style="dim"), (0, 0, 0, 5)))
     out.print()
 
 
-@main.command()
+def show_markdown(text: str) -> None:
+    """Rendered on a terminal; the Markdown itself when piped (`> file.md`)."""
+    if out.is_terminal:
+        out.print(Markdown(text))
+    else:
+        click.echo(text)
+
+
+def _remember(settings, ids: dict[int, str]) -> None:
+    """The numbers of the last answer or search, for `rag show N`."""
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        (settings.data_dir / "last.json").write_text(json.dumps(ids), encoding="utf-8")
+    except OSError:
+        pass  # a convenience only
+
+
+def _recalled(settings, n: int) -> str:
+    try:
+        ids = json.loads((settings.data_dir / "last.json").read_text(encoding="utf-8"))
+        return ids[str(n)]
+    except (OSError, ValueError, KeyError):
+        raise NotFoundError(f"no entry [{n}] in the last answer or search; give an id, key "
+                            "or PATH#N") from None
+
+
+@main.command(short_help="Index abstracts from files or folders.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--rebuild", is_flag=True, help="Drop the index and embed everything again.")
+@click.option("--rebuild", is_flag=True,
+              help="Drop the index and embed again what it recorded (or PATHS).")
 @common
 def ingest(paths, rebuild, settings, as_json):
-    """Index abstracts from files or folders (default: the bundled seeds/).
+    """Index abstracts from files or folders.
 
-    Incremental: unchanged entries are skipped, edited ones replaced, entries no
-    longer in a re-read file removed."""
+    Reads BibTeX (.bib), RIS (.ris), CSL-JSON (.json), JSON lines (.jsonl: records
+    with title and abstract, the arXiv metadata snapshot, OpenAlex works), CSV and
+    the seed text format. Incremental: unchanged entries are skipped, edited ones
+    replaced, entries no longer in a re-read file removed. A paper already indexed
+    from another file (same DOI, else title and year) is reported, not stored twice.
+    With no PATHS, re-reads the files the index recorded (the bundled seeds at first).
+
+    \b
+    Examples:
+      rag ingest library.bib arxiv-slice.jsonl
+      rag ingest ~/papers/            # every readable file below; others listed
+      rag ingest --rebuild            # embed everything recorded again"""
     index = _open_index(settings)
     with progress_bar("embedding chunks", not as_json) as cb:
         report = index.ingest(list(paths), rebuild=rebuild, **cb)
     for e in report.errors:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(e)}", highlight=False, soft_wrap=True)
+    for w in report.warnings + report.duplicates:
+        err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
     if as_json:
         data = report.to_json()
-        data.pop("errors")
-        if report.errors:
-            data["errors"] = report.errors
+        for k in ("errors", "warnings", "duplicates"):
+            if not data[k]:
+                data.pop(k)
         click.echo(json.dumps(data))
     else:
+        extra = "".join(f", {len(v)} {name}" for v, name in (
+            (report.duplicates, "duplicates not stored"), (report.warnings, "warnings")) if v)
         out.print(f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
-                  f"removed {report.removed} — {report.entries} entries, {report.chunks} chunks "
-                  f"in {report.seconds:.1f} s")
+                  f"removed {report.removed}{extra} — {report.entries} entries, {report.chunks} "
+                  f"chunks in {report.seconds:.1f} s", highlight=False)
     if report.errors:
-        sys.exit(2)
+        sys.exit(3)
+
+
+@main.command(name="list", short_help="Show what is indexed: sources, counts, embedder.")
+@common
+def list_sources(settings, as_json):
+    """Show what is indexed: entries per source file, the counts and the embedder.
+
+    \b
+    Example:
+      rag list --json"""
+    index = _open_index(settings)
+    by_path = index.store.ids_by_path()
+    rows = [{"source": k, "entries": len(v),
+             "file": str(index.sources.path_of(k) or "")} for k, v in sorted(by_path.items())]
+    summary = {"entries": index.store.count(), "chunks": index.store.chunk_count(),
+               "embedder": index.info.embed_model, "chunker": index.info.chunker,
+               "data_dir": str(settings.data_dir), "sources": rows}
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    t = Table(title=f"{summary['entries']} entries, {summary['chunks']} chunks — "
+                    f"{summary['embedder']}", title_justify="left")
+    for col in ("source", "entries", "read from"):
+        t.add_column(col, justify="right" if col == "entries" else "left", overflow="fold")
+    for r in rows:
+        t.add_row(r["source"], str(r["entries"]), r["file"])
+    if out.is_terminal:
+        out.print(t)
+    else:
+        click.echo(f"{summary['entries']} entries, {summary['chunks']} chunks, {summary['embedder']}")
+        for r in rows:
+            click.echo(f"{r['entries']}\t{r['source']}\t{r['file']}")
+
+
+@main.command(short_help="Show one entry whole, with its metadata.")
+@click.argument("ref")
+@common
+def show(ref, settings, as_json):
+    """Show one entry whole, with its metadata.
+
+    REF is N (entry [N] of the last answer or search), an entry id or its first
+    characters, a citation key, or PATH#N as `rag list` names the file.
+
+    \b
+    Examples:
+      rag show 2
+      rag show hu_lora_2022
+      rag show seeds.bib#4"""
+    index = _open_index(settings)
+    entry = index.find(_recalled(settings, int(ref)) if ref.isdigit() else ref)
+    if as_json:
+        click.echo(json.dumps(entry.to_json() | {"text": entry.text, "kind": entry.kind,
+                                                 "pages": entry.pages, "volume": entry.volume,
+                                                 "publisher": entry.publisher}))
+        return
+    print_entry(entry, out)
+
+
+def print_entry(entry, con: Console) -> None:
+    """An entry whole: its metadata fields, then the abstract."""
+    rows = [("title", entry.title or entry.label), ("authors", "; ".join(entry.author_list)),
+            ("year", entry.year_or_venue_year), ("venue", entry.venue), ("volume", entry.volume),
+            ("pages", entry.pages), ("publisher", entry.publisher), ("doi", entry.doi),
+            ("url", entry.url), ("key", entry.key),
+            ("source", f"{entry.source.path} #{entry.source.ordinal}"), ("id", entry.id)]
+    for name, value in rows:
+        if value:
+            con.print(f"[bold]{name + ':':<10}[/] {escape(value)}", highlight=False)
+    con.print()
+    con.print(entry.text, highlight=False)
+
+
+@main.command(short_help="Remove a source file's entries from the index.")
+@click.argument("paths", nargs=-1, required=True)
+@common
+def remove(paths, settings, as_json):
+    """Remove the entries of source files (as `rag list` names them, or their path).
+
+    \b
+    Example:
+      rag remove old-export.bib"""
+    index = _open_index(settings)
+    removed = {p: index.remove(p) for p in paths}
+    if as_json:
+        click.echo(json.dumps({"removed": removed, "entries": index.store.count()}))
+        return
+    for p, n in removed.items():
+        out.print(f"removed {n} entries from {escape(p)}", highlight=False)
 
 
 def _queries(query: str | None, queries: Path | None, command: str = "search") -> list[str]:
+    if query == "-":  # one question per line of stdin
+        lines = [q.strip() for q in sys.stdin]
+        if not any(lines):
+            raise UsageError(f"no questions on stdin; e.g. echo \"What is BiLLM?\" | rag {command} -")
+        return [q for q in lines if q]
     if queries:
         try:
             lines = [q.strip() for q in queries.read_text(encoding="utf-8").splitlines()]
@@ -154,24 +335,38 @@ def _queries(query: str | None, queries: Path | None, command: str = "search") -
     return [query]
 
 
-@main.command()
+@main.command(short_help="Find the entries that best match a query.")
 @click.argument("query", required=False)
-@click.option("--k", type=click.IntRange(1, 100), default=None, help="How many entries (default 5).")
-@click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-k", "--k", type=click.IntRange(1, 100), default=None,
+              help="How many entries (default 5).")
+@click.option("-q", "--queries", type=click.Path(dir_okay=False, path_type=Path),
               help="Run one query per line of this file.")
 @common
 def search(query, k, queries, settings, as_json):
-    """Find the entries that best match QUERY (dense + BM25, one row per entry)."""
+    """Find the entries that best match QUERY (dense + BM25, one row per entry).
+
+    QUERY "-" reads one query per line from stdin. Exits 1 when nothing is found.
+
+    \b
+    Examples:
+      rag search "optimal transport"
+      rag search -k 10 --json "watermarking language models"
+    """
     qs = _queries(query, queries)
     index = _open_index(settings)
     with progress_bar("first run: indexing the bundled seeds", not as_json) as cb:
         index.ensure_ingested(**cb)
+    found = True
     for q in qs:
         hits = index.search(q, k)
+        found &= bool(hits)
+        _remember(settings, {h.rank: h.entry.id for h in hits})
         if as_json:
             click.echo(json.dumps({"query": q, "results": [h.to_json() for h in hits]}))
             continue
         print_hits(q, hits)
+    if not found:
+        sys.exit(1)
 
 
 def _answerer(settings):
@@ -190,6 +385,19 @@ def _answerer(settings):
 
 def references(ans) -> str:
     return "\n".join(e.reference(n) for n, e in sorted(ans.cited.items()))
+
+
+def print_answer_plain(ans, heading: str = "") -> None:
+    """An answer as Markdown text for a pipe: no wrapping, no styling."""
+    if heading:
+        click.echo(f"## {heading}\n")
+    click.echo(ans.text)
+    if ans.cited:
+        click.echo("\n" + references(ans))
+    elif ans.refused:
+        click.echo("\nClosest entries:\n" + "\n".join(
+            h.entry.reference(h.rank) for h in ans.retrieved[:3]))
+    click.echo()
 
 
 def print_answer_live(ask, question: str, *args):
@@ -220,24 +428,42 @@ def print_answer_live(ask, question: str, *args):
     return result
 
 
-@main.command()
+@main.command(short_help="Answer a question from the collection, with citations.")
 @click.argument("question", required=False)
-@click.option("--k", type=click.IntRange(1, 20), default=None, help="Entries to retrieve (default 5).")
-@click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-k", "--k", type=click.IntRange(1, 20), default=None,
+              help="Entries to retrieve (default 5).")
+@click.option("-q", "--queries", type=click.Path(dir_okay=False, path_type=Path),
               help="Answer one question per line of this file.")
 @model_options
 @common
 def ask(question, k, queries, settings, as_json):
-    """Answer QUESTION from the collection; every sentence cites its entries."""
+    """Answer QUESTION from the collection; every sentence cites its entries.
+
+    QUESTION "-" reads one question per line from stdin. Exits 1 when the
+    collection does not answer (the closest entries are listed).
+
+    \b
+    Examples:
+      rag ask "Is there work on 1-bit quantization of LLMs?"
+      rag ask --json "Which papers study bandits?" | jq .citations"""
     qs = _queries(question, queries, "ask")
     answerer = _answerer(settings)
+    declined = False
     for q in qs:
         if as_json:
-            click.echo(json.dumps(answerer.ask(q, k).to_json()))
-        else:
+            ans = answerer.ask(q, k)
+            click.echo(json.dumps(ans.to_json()))
+        elif out.is_terminal:
             if len(qs) > 1:
                 out.rule(q)
-            print_answer_live(answerer.ask, q, k)
+            ans = print_answer_live(answerer.ask, q, k)
+        else:
+            ans = answerer.ask(q, k)
+            print_answer_plain(ans, heading=q if len(qs) > 1 else "")
+        declined |= ans.refused and not ans.cited
+        _remember(settings, {n: e.id for n, e in ans.cited.items()})
+    if declined:
+        sys.exit(1)
 
 
 CHAT_HELP = """Ask questions in plain language; follow-ups may say "it", "that paper", "[2]",
@@ -267,10 +493,7 @@ def _chat_command(conv, line: str, state: dict, con: Console) -> bool:
     elif cmd == "show":
         if not arg.strip("[]").isdigit():
             raise UsageError("usage: /show N, e.g. /show 2")
-        e = conv.entry(int(arg.strip("[]")))
-        con.print(f"[bold][{arg.strip('[]')}] {escape(e.label)}[/] — {escape(e.venue)}, "
-                  f"{escape(e.source.path)} #{e.source.ordinal}")
-        con.print(e.text, highlight=False)
+        print_entry(conv.entry(int(arg.strip("[]"))), con)
     elif cmd == "k":
         if not arg.isdigit() or not 1 <= int(arg) <= 20:
             raise UsageError("usage: /k N with N from 1 to 20")
@@ -294,8 +517,9 @@ def _chat_command(conv, line: str, state: dict, con: Console) -> bool:
     return True
 
 
-@main.command()
-@click.option("--k", type=click.IntRange(1, 20), default=None, help="Entries to retrieve per turn.")
+@main.command(short_help="A conversation with the collection, with follow-ups.")
+@click.option("-k", "--k", type=click.IntRange(1, 20), default=None,
+              help="Entries to retrieve per turn.")
 @model_options
 @common
 def chat(k, settings, as_json):
@@ -303,7 +527,12 @@ def chat(k, settings, as_json):
 
     With stdin not a terminal, reads one turn per line (slash commands too) and
     prints plain text, or with --json one `rag ask --json` object per turn plus
-    "turn" and "rewritten_query"."""
+    "turn" and "rewritten_query".
+
+    \b
+    Examples:
+      rag chat
+      printf 'What is BiLLM?\\nHow many bits does it use?\\n' | rag chat --json"""
     from .chat import Conversation
 
     conv = Conversation(_answerer(settings), k)
@@ -360,20 +589,29 @@ def chat(k, settings, as_json):
             out.print("[yellow](stopped)[/]")
 
 
-@main.command()
+@main.command(short_help="A cited overview of a topic, grouped by theme.")
 @click.argument("topic")
-@click.option("--k", type=click.IntRange(1, 100), default=None,
+@click.option("-k", "--k", type=click.IntRange(1, 100), default=None,
               help="Entries to consider before the relevance cut (default 30).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the review as Markdown.")
-@click.option("--bib", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-b", "--bib", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the cited entries as BibTeX.")
 @click.option("--cite-style", type=click.Choice(["numeric", "pandoc"]), default="numeric",
               help="[n] markers, or [@key] markers for pandoc --citeproc with --bib.")
 @model_options
 @common
 def review(topic, k, out_file, bib, cite_style, settings, as_json):
-    """A cited overview of what the collection holds on TOPIC, grouped by theme."""
+    """A cited overview of what the collection holds on TOPIC, grouped by theme.
+
+    Piped, it prints the same Markdown that --out writes. A review the collection
+    cannot support writes no files and exits 1.
+
+    \b
+    Examples:
+      rag review "bandit algorithms" -o review.md --bib review.bib
+      rag review "LLM quantization" --cite-style pandoc -o r.md -b r.bib
+      pandoc r.md --citeproc --bibliography r.bib -o r.html"""
     from .review import review as make_review
 
     if not topic.strip():
@@ -392,32 +630,39 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
 
         rv = make_review(answerer, topic.strip(), k, progress)
     markdown = rv.markdown(cite_style)
-    for path, text in ((out_file, markdown), (bib, rv.bibtex() if not rv.refused else "")):
-        if path:
-            try:
-                path.write_text(text, encoding="utf-8")
-            except OSError as e:
-                raise UsageError(f"cannot write {path}: {e.strerror}; pick another path") from None
+    if not rv.refused:
+        for path, text in ((out_file, markdown), (bib, rv.bibtex())):
+            if path:
+                try:
+                    path.write_text(text, encoding="utf-8")
+                except OSError as e:
+                    raise UsageError(f"cannot write {path}: {e.strerror}; pick another path") from None
+                err.print(f"[dim]wrote {escape(str(path))}[/]")
     if as_json:
         click.echo(json.dumps(rv.to_json(cite_style)))
-        return
-    out.print(Markdown(markdown))
-    for path in (out_file, bib):
-        if path:
-            err.print(f"[dim]wrote {path}[/]")
+    else:
+        show_markdown(markdown)
+    if rv.refused:
+        if out_file or bib:
+            err.print("[yellow]nothing written: the collection does not cover this topic[/]")
+        sys.exit(1)
 
 
-@main.command(name="eval")
+@main.command(name="eval", short_help="Run a question set and print its metrics.")
 @click.argument("questions", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--retrieval-only", is_flag=True,
               help="Skip generation (fast); \"declined\" is then the score threshold alone.")
 @click.option("--split", type=click.Choice(["dev", "test", "all"]), default="all",
               help="Which part of the question set (test: held out from tuning).")
-@click.option("--k", type=click.IntRange(1, 50), default=None, help="Entries to retrieve.")
+@click.option("-k", "--k", type=click.IntRange(1, 50), default=None, help="Entries to retrieve.")
 @model_options
 @common
 def evaluate(questions, retrieval_only, split, k, settings, as_json):
-    """Run a question set through the pipeline and print its metrics per kind."""
+    """Run a question set through the pipeline and print its metrics per kind.
+
+    \b
+    Example:
+      rag eval eval/questions.jsonl --split test"""
     from .evaluate import Scores, answer_metrics, load_questions, retrieval_metrics
 
     qs = load_questions(questions, split)

@@ -1,11 +1,13 @@
 """Parse corpus files into :class:`Entry` records.
 
 Formats: the seed format (``*.txt``: a header line kept as the venue, then one
-abstract per blank-line-separated paragraph), JSON Lines (``*.jsonl``), CSV
-(``*.csv``) and BibTeX (``*.bib``) with ``title``/``abstract`` and optional metadata.
+abstract per blank-line-separated paragraph), and the bibliographic formats of
+:mod:`rag.formats` (BibTeX, RIS, CSL-JSON, JSON lines of records, arXiv or
+OpenAlex, CSV). Anything else is refused, never stored as text.
 
-A file with any bad record is rejected whole (one :class:`InputError` naming the file
-and position) so that a half-read file never removes entries stored from it earlier.
+A malformed file is rejected whole (one :class:`InputError` naming the file and
+position) so that a half-read file never removes entries stored from it earlier; a
+record without an abstract is skipped with a warning and the rest is read.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import formats
 from .errors import InputError
+from .formats import Record, Skip
 from .records import Entry, Source
 from .text import MODIFIER
 
-SUFFIXES = (".txt", ".jsonl", ".csv", ".bib")
+SUFFIXES = (".txt", ".jsonl", ".json", ".csv", ".bib", ".ris")
+# An entry far longer than an abstract is a whole paper or a broken file: cut it.
+MAX_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -33,41 +38,78 @@ class CorpusFile:
     key: str
 
 
-def discover(paths: list[Path]) -> tuple[list[CorpusFile], list[str]]:
+@dataclass
+class Parsed:
+    """What one file gave: its entries and the warning lines about what was left out."""
+
+    entries: list[Entry]
+    warnings: list[str] = field(default_factory=list)
+
+
+def discover(paths: list[Path]) -> tuple[list[CorpusFile], list[str], list[str]]:
     """Expand directories into the corpus files below them (keys relative to the
-    directory); files given directly keep their name as given."""
+    directory); files given directly keep their name as given. Returns the files,
+    the errors (paths that are not there) and the files of a folder left out."""
     files: list[CorpusFile] = []
     errors: list[str] = []
+    skipped: list[str] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES)
+            every = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
+            found = [f for f in every if f.suffix.lower() in SUFFIXES]
+            skipped += [f"{f.relative_to(p).as_posix()}: not a format rag reads; skipped"
+                        for f in every if f.suffix.lower() not in SUFFIXES]
             if not found:
-                errors.append(f"{p}: no {', '.join(SUFFIXES)} files in this folder")
+                errors.append(f"{p}: no files in a format rag reads ({formats.FORMATS})")
             files += [CorpusFile(f, f.relative_to(p).as_posix()) for f in found]
         elif p.is_file():
             files.append(CorpusFile(p, p.as_posix()))
         else:
             errors.append(f"{p}: no such file or folder; check the path")
-    return files, errors
+    return files, errors, skipped
 
 
-def read_file(cf: CorpusFile) -> list[Entry]:
+def read_file(cf: CorpusFile) -> Parsed:
     """All entries of one file, or :class:`InputError`."""
+    suffix = cf.path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise InputError(f"{cf.key}: not a format rag reads; give {formats.FORMATS}")
     raw = cf.path.read_bytes()
     if not raw.strip():
         raise InputError(f"{cf.key}: the file is empty; add abstracts or leave it out")
     if b"\x00" in raw[:4096]:
-        raise InputError(f"{cf.key}: binary file, not text; give a .txt, .jsonl, .csv or .bib file")
+        raise InputError(f"{cf.key}: binary file, not text; give {formats.FORMATS}")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise InputError(f"{cf.key}: byte {e.start}: not UTF-8 text; re-save the file as UTF-8") from None
-    suffix = cf.path.suffix.lower()
-    reader = {".jsonl": _read_jsonl, ".csv": _read_csv, ".bib": _read_bib}.get(suffix, _read_seed)
-    entries = reader(text, cf.key)
-    if not entries:
-        raise InputError(f"{cf.key}: no abstracts found; see README.md for the accepted formats")
-    return entries
+    if suffix == ".txt":
+        # A RIS export saved as .txt is read as RIS, never stored as seed text.
+        if formats.looks_like_ris(text):
+            items = formats.read_ris(text, cf.key)
+        else:
+            return _checked(cf.key, Parsed(_read_seed(text, cf.key)))
+    else:
+        reader = {".json": formats.read_json, ".jsonl": formats.read_json, ".csv": _read_csv,
+                  ".bib": formats.read_bibtex, ".ris": formats.read_ris}[suffix]
+        items = reader(text, cf.key)
+    entries, skips, warnings = [], [], []
+    for where, rec in items:
+        if isinstance(rec, Skip):
+            skips.append(rec)
+            continue
+        entry = _record_entry(rec, cf.key, len(entries) + 1)
+        if len(rec.abstract) > MAX_CHARS:
+            warnings.append(f"{cf.key} {where}: {len(rec.abstract):,} characters, far longer "
+                            f"than an abstract; cut at {MAX_CHARS:,}")
+        entries.append(entry)
+    return _checked(cf.key, Parsed(entries, formats.skipped_lines(cf.key, skips) + warnings))
+
+
+def _checked(key: str, parsed: Parsed) -> Parsed:
+    if not parsed.entries:
+        raise InputError(f"{key}: no abstracts found; see README.md for the accepted formats")
+    return parsed
 
 
 def _read_seed(text: str, key: str) -> list[Entry]:
@@ -77,84 +119,37 @@ def _read_seed(text: str, key: str) -> list[Entry]:
     if "\n" not in first and len(first) < 120 and not first.endswith("."):
         venue = first  # the header line, e.g. "ICML 2024 Papers"
         paragraphs = paragraphs[1:]
-    return [_entry(key, i, " ".join(p.split()), venue=venue) for i, p in enumerate(paragraphs, 1)]
+    return [_entry(key, i, " ".join(p.split())[:MAX_CHARS], venue=venue)
+            for i, p in enumerate(paragraphs, 1)]
 
 
-def _record_entry(rec: object, key: str, ordinal: int, where: str) -> Entry:
-    if not isinstance(rec, dict):
-        raise InputError(f"{key}:{where}: expected an object with 'title' and 'abstract'")
-    abstract = " ".join(str(rec.get("abstract") or "").split())
-    if not abstract:
-        raise InputError(f"{key}:{where}: the record has no 'abstract'; add one or remove the record")
-    authors = rec.get("authors") or ""
-    if isinstance(authors, list):
-        authors = "; ".join(str(a) for a in authors)
+def _record_entry(rec: Record, key: str, ordinal: int) -> Entry:
     return _entry(
-        key, ordinal, abstract,
-        title=" ".join(str(rec.get("title") or "").split()),
-        venue=str(rec.get("venue") or ""), authors=str(authors), year=str(rec.get("year") or ""),
-        url=str(rec.get("url") or ""), doi=str(rec.get("doi") or ""),
+        key, ordinal, rec.abstract[:MAX_CHARS], title=rec.title, venue=rec.venue,
+        authors="; ".join(rec.authors), year=rec.year, url=rec.url, doi=rec.doi, key=rec.key,
+        kind=rec.kind, pages=rec.pages, volume=rec.volume, publisher=rec.publisher,
     )
 
 
-def _read_jsonl(text: str, key: str) -> list[Entry]:
-    entries = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{key}:{lineno}: not valid JSON ({e.msg}); fix or remove the line") from None
-        entries.append(_record_entry(rec, key, len(entries) + 1, f"line {lineno}"))
-    return entries
-
-
-def _read_csv(text: str, key: str) -> list[Entry]:
+def _read_csv(text: str, key: str):
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames or "abstract" not in [f.strip().lower() for f in reader.fieldnames]:
         raise InputError(f"{key}:1: the CSV header has no 'abstract' column")
-    entries = []
     try:
         for row in reader:
-            rec = {(k or "").strip().lower(): v for k, v in row.items()}
-            entries.append(_record_entry(rec, key, len(entries) + 1, f"line {reader.line_num}"))
+            rec = formats.plain({(k or "").strip().lower(): v for k, v in row.items()})
+            where = f"line {reader.line_num}"
+            yield where, rec if rec.abstract else Skip(where, rec.title)
     except csv.Error as e:
         raise InputError(f"{key}:{reader.line_num}: malformed CSV ({e})") from None
-    return entries
 
 
-def _read_bib(text: str, key: str) -> list[Entry]:
-    import bibtexparser  # only needed for .bib files
-
-    library = bibtexparser.parse_string(text)
-    if library.failed_blocks:
-        block = library.failed_blocks[0]
-        line = getattr(block, "start_line", 0) + 1
-        raise InputError(f"{key}:{line}: malformed BibTeX entry; fix it or remove it")
-    entries = []
-    for bib in library.entries:
-        f = {k.lower(): _unbrace(v.value) for k, v in bib.fields_dict.items()}
-        rec = {
-            "title": f.get("title", ""), "abstract": f.get("abstract", ""),
-            "authors": f.get("author", "").replace(" and ", "; "), "year": f.get("year", ""),
-            "venue": f.get("booktitle") or f.get("journal", ""), "url": f.get("url", ""),
-            "doi": f.get("doi", ""),
-        }
-        entries.append(_record_entry(rec, key, len(entries) + 1, f"@{bib.key}"))
-    return entries
-
-
-def _unbrace(value: object) -> str:
-    return " ".join(str(value).replace("{", "").replace("}", "").split())
-
-
-def _entry(key: str, ordinal: int, text: str, **meta: str) -> Entry:
+def _entry(path: str, ordinal: int, text: str, **meta: str) -> Entry:
     # Identity is the file key plus the text: unchanged abstracts keep their id across
     # runs (and across moves within a file), an edited abstract gets a new one.
-    digest = hashlib.sha256(f"{key}\0{text}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{path}\0{text}".encode()).hexdigest()[:16]
     label = meta.get("title") or method_name(text) or first_words(text)
-    return Entry(id=digest, label=label, text=text, source=Source(key, ordinal), **meta)
+    return Entry(id=digest, label=label, text=text, source=Source(path, ordinal), **meta)
 
 
 # Acronyms of fields, not of methods: never a label.

@@ -10,7 +10,12 @@ line (no traceback) and exits with ``exit_code``.
     ├── StoreError          the vector store cannot be opened or written
     ├── ModelError          the embedding or chat model cannot be found or loaded
     ├── PromptError         a prompt template is missing or lacks a placeholder
-    └── UsageError          a command was called with arguments that cannot work
+    ├── UsageError          a command was called with arguments that cannot work
+    ├── ServerError         a Chroma or LLM server cannot be reached or fails
+    └── NotFoundError       the entry or source asked for is not in the index
+
+Exit codes (README.md lists them): 0 done, 1 declined or not found, 2 usage,
+3 input, 4 store, 5 model, 6 prompt, 7 server, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -25,13 +30,13 @@ class RagError(Exception):
 class InputError(RagError):
     """A corpus file (or a position in it) cannot be read; other files still ingest."""
 
-    exit_code = 2
+    exit_code = 3
 
 
 class IndexMismatchError(RagError):
     """The stored index does not match the current embedder or chunker."""
 
-    exit_code = 3
+    exit_code = 4
 
 
 class StoreError(RagError):
@@ -56,3 +61,15 @@ class UsageError(RagError):
     """Arguments that cannot work together or point at nothing."""
 
     exit_code = 2
+
+
+class ServerError(RagError):
+    """A Chroma or LLM server cannot be reached or answers with an error."""
+
+    exit_code = 7
+
+
+class NotFoundError(RagError):
+    """The entry, key or source file asked for is not in the index."""
+
+    exit_code = 1

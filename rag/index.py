@@ -15,9 +15,10 @@ from typing import Callable, Sequence
 from . import chunking, corpus, retrieve
 from .config import Settings
 from .embed import Embedder
-from .errors import InputError, UsageError
+from .errors import InputError, NotFoundError, StoreError, UsageError
 from .lexical import LexicalIndex
 from .records import Entry, Hit, IngestReport
+from .sources import Sources
 from .store import IndexInfo, Store
 from .text import focus
 
@@ -64,34 +65,57 @@ class Index:
         return chunking.chunk_entry(entry, self.embedder.count_tokens,
                                     s.chunk_tokens, s.overlap_sentences)
 
+    @cached_property
+    def sources(self) -> "Sources":
+        return Sources(self.settings.data_dir / f"{self.settings.collection}.sources.json")
+
     def ingest(self, paths: Sequence[Path] = (), *, rebuild: bool = False,
                start: Callable[[int], None] | None = None,
                advance: Callable[[int], None] | None = None) -> IngestReport:
-        """Bring the index in line with ``paths`` (default: the bundled seeds).
+        """Bring the index in line with ``paths`` (default: the sources it recorded,
+        or the bundled seeds on a first run).
 
         Unchanged entries are not re-embedded; an edited entry replaces the one at
         its position; entries missing from a re-read file are removed. A file that
-        cannot be read is reported in ``errors`` and its stored entries are kept.
+        cannot be read is reported in ``errors`` and its stored entries are kept. A
+        paper already stored from another file (same DOI, else same title and year)
+        is reported as a duplicate and not stored again.
         """
         t0 = time.perf_counter()
+        if paths:
+            files, errors, skipped = corpus.discover(list(paths))
+        elif self.sources.exists():
+            files, errors, skipped = self.sources.files(), [], []
+        else:
+            files, errors, skipped = corpus.discover([self.settings.seeds])
         if rebuild:
+            # Check before dropping anything: a rebuild must never lose a corpus.
+            missing = [cf.key for cf in files if not cf.path.is_file()]
+            if missing:
+                raise InputError(f"cannot rebuild: {len(missing)} recorded source(s) missing "
+                                 f"({', '.join(missing[:3])}); restore them or run rag remove PATH")
             self._reset()
-        files, errors = corpus.discover(list(paths) or [self.settings.seeds])
+        report = IngestReport(errors=errors, warnings=skipped)
         parsed: dict[str, list[Entry]] = {}
         for cf in files:
             try:
-                parsed[cf.key] = corpus.read_file(cf)
+                got = corpus.read_file(cf)
             except InputError as e:
-                errors.append(str(e))
+                report.errors.append(str(e))
+                continue
             except OSError as e:
-                errors.append(f"{cf.key}: cannot read ({e.strerror}); check the file")
-        report = IngestReport(errors=errors)
+                report.errors.append(f"{cf.key}: cannot read ({e.strerror}); check the file")
+                continue
+            parsed[cf.key] = got.entries
+            report.warnings += got.warnings
         stored = self.store.ids_by_path()
         new: list[Entry] = []
         moved: list[Entry] = []
         gone: list[str] = []
+        seen = self._duplicates_of(parsed, stored)
         for key, entries in parsed.items():
             old = stored.get(key, {})
+            entries = [e for e in entries if e.id in old or not seen(e)]
             ids = {e.id for e in entries}
             fresh = [e for e in entries if e.id not in old]
             stale = [i for i in old if i not in ids]
@@ -103,6 +127,7 @@ class Index:
             report.unchanged += len(entries) - len(fresh)
             new += fresh
             gone += stale
+        report.duplicates = seen.reported
         chunks = [c for e in new for c in self.chunks(e)]
         if chunks:
             if start:
@@ -111,10 +136,63 @@ class Index:
             self.store.add(new, chunks, vectors)  # add before delete: a crash loses nothing
         self.store.update_metadata(moved)
         self.store.delete(gone)
+        self.sources.record({cf.key: cf.path for cf in files if cf.key in parsed})
         report.entries = self.store.count()
         report.chunks = self.store.chunk_count()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _duplicates_of(self, parsed: dict[str, list[Entry]], stored: dict[str, dict[str, int]]):
+        """A predicate: is this new entry a paper already stored, or read earlier in
+        this run, from another file? Each "yes" is noted in ``.reported``."""
+        idents = {i for entries in parsed.values() for e in entries for i in e.idents}
+        owner = {i: (e.source, e.label) for i, e in self.store.find_idents(idents).items()}
+
+        def seen(entry: Entry) -> bool:
+            for ident in entry.idents:
+                first = owner.get(ident)
+                if first and first[0].path != entry.source.path:
+                    how = "DOI" if ident.startswith("doi:") else "title and year"
+                    seen.reported.append(
+                        f"{entry.source.path} #{entry.source.ordinal} ({entry.label[:50]}): same "
+                        f"{how} as {first[0].path} #{first[0].ordinal}; not stored twice")
+                    return True
+            for ident in entry.idents:
+                owner.setdefault(ident, (entry.source, entry.label))
+            return False
+
+        seen.reported = []
+        return seen
+
+    def remove(self, path: str) -> int:
+        """Delete the entries of a source file (its key as ``rag list`` shows it, or
+        the path it was read from); returns how many."""
+        stored = self.store.ids_by_path()
+        keys = [k for k in stored if k == path or str(self.sources.path_of(k)) ==
+                str(Path(path).expanduser().resolve())]
+        if not keys:
+            raise NotFoundError(f"no entries from {path} in the index; rag list shows the sources")
+        ids = [i for k in keys for i in stored[k]]
+        self.store.delete(ids)
+        self.sources.forget(keys)
+        return len(ids)
+
+    def find(self, ref: str) -> Entry:
+        """An entry by id (or a unique prefix of one), citation key, or PATH#N."""
+        ref = ref.strip()
+        path, hash_, ordinal = ref.rpartition("#")
+        stored = self.store.ids_by_path()
+        if hash_ and ordinal.isdigit():
+            ids = [i for i, o in stored.get(path.strip(), {}).items() if o == int(ordinal)]
+        else:
+            ids = [i for ids in stored.values() for i in ids if i.startswith(ref.lower())]
+            if not ids:
+                ids = self.store.ids_with_key(ref)
+        if len(ids) != 1:
+            what = "matches several entries" if ids else "matches no entry"
+            raise NotFoundError(f"{ref} {what}; give an id from rag search --json, a citation "
+                                "key, or PATH#N as rag list shows it")
+        return self.store.entries(ids)[0]
 
     def _reset(self) -> None:
         # Opening checks the stored model and chunker; a rebuild must not open first.
@@ -122,10 +200,16 @@ class Index:
         Store.drop(self.settings.data_dir, self.settings.collection, self.settings.chroma_url)
 
     def ensure_ingested(self, **progress) -> IngestReport | None:
-        """The first search on an empty index ingests the bundled seeds."""
-        if self.store.count() == 0:
-            return self.ingest(**progress)
-        return None
+        """The first search on a new index ingests the bundled seeds. An index that
+        recorded sources and is now empty is reported, never refilled with the seeds."""
+        if self.store.count():
+            return None
+        if self.sources.exists():
+            if self.sources.files():
+                raise StoreError(f"the index is empty but recorded {len(self.sources.files())} "
+                                 "source file(s); run rag ingest --rebuild to read them again")
+            raise NotFoundError("the index is empty; add abstracts with rag ingest PATH")
+        return self.ingest(**progress)
 
     # -- search -----------------------------------------------------------------
     def search(self, query: str, k: int | None = None) -> list[Hit]:

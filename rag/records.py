@@ -7,6 +7,7 @@ sees these.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 
@@ -36,11 +37,55 @@ class Entry:
     year: str = ""
     url: str = ""
     doi: str = ""
+    key: str = ""  # the source's own citation key, kept for BibTeX
+    kind: str = ""  # BibTeX entry type
+    pages: str = ""
+    volume: str = ""
+    publisher: str = ""
+
+    @property
+    def author_list(self) -> list[str]:
+        """Names as "Family, Given" (stored joined by "; ")."""
+        return [a for a in self.authors.split("; ") if a]
+
+    @property
+    def short_authors(self) -> str:
+        """"Hu et al.", "Ho and Jain", "Ho" or ""."""
+        family = [a.split(",")[0] for a in self.author_list]
+        if len(family) > 2:
+            return f"{family[0]} et al."
+        return " and ".join(family)
+
+    @property
+    def year_or_venue_year(self) -> str:
+        if self.year:
+            return self.year
+        found = re.search(r"\b(19|20)\d{2}\b", self.venue)
+        return found.group(0) if found else ""
 
     def reference(self, n: int) -> str:
-        """The reference-list line: ``[n] label — venue, path #ordinal`` (the label is
-        the title when there is one)."""
-        return f"[{n}] {self.label} — {self.venue or 'no venue'}, {self.source.path} #{self.source.ordinal}"
+        """The reference-list line, from stored metadata only:
+        ``[1] Hu et al. 2022, LoRA: Low-Rank Adaptation of… (ICLR) doi:10.…``; the
+        file and position stand in when there is no DOI or URL."""
+        who = " ".join(p for p in (self.short_authors, self.year) if p)
+        title = self.title or self.label
+        if len(title) > 90:
+            title = title[:90].rsplit(" ", 1)[0] + "…"
+        line = f"[{n}] {who + ', ' if who else ''}{title}"
+        if self.venue:
+            line += f" ({self.venue})"
+        if self.doi:
+            return f"{line} doi:{self.doi}"
+        if self.url:
+            return f"{line} {self.url}"
+        return f"{line} {self.source.path} #{self.source.ordinal}"
+
+    def to_json(self) -> dict:
+        """Bibliographic metadata for ``--json`` citations and results."""
+        return {"id": self.id, "label": self.label, "label_is_title": bool(self.title) and
+                self.label == self.title, "title": self.title, "authors": self.author_list,
+                "year": self.year_or_venue_year, "venue": self.venue, "doi": self.doi,
+                "url": self.url, "key": self.key, "source": self.source.to_json()}
 
     @property
     def name(self) -> str:
@@ -48,16 +93,31 @@ class Entry:
         of the abstract's first words (they end in "…") names nothing."""
         return "this paper" if self.label.endswith("…") else self.label
 
+    @property
+    def title_key(self) -> str:
+        """Normalised title and year: how two files' copies of a paper without a
+        shared DOI are recognised ("Attention is all you need." == "Attention Is All
+        You Need")."""
+        words = re.findall(r"[^\W_]+", self.title.casefold())
+        return f"{' '.join(words)}|{self.year}" if words and self.year else ""
+
+    @property
+    def idents(self) -> list[str]:
+        """What makes two entries the same paper: the DOI, the title and year."""
+        return ([f"doi:{self.doi.lower()}"] if self.doi else []) + \
+            ([f"title:{self.title_key}"] if self.title_key else [])
+
     def metadata(self) -> dict[str, str | int]:
         """Flat metadata as stored next to the vectors (Chroma takes scalars only)."""
         meta = {k: v for k, v in asdict(self).items() if k not in ("text", "source", "id")}
-        meta.update(path=self.source.path, ordinal=self.source.ordinal)
+        meta.update(path=self.source.path, ordinal=self.source.ordinal, tkey=self.title_key)
         return meta
 
     @classmethod
     def from_metadata(cls, id: str, text: str, meta: dict) -> "Entry":
         fields = {k: str(meta.get(k, "") or "") for k in
-                  ("label", "title", "venue", "authors", "year", "url", "doi")}
+                  ("label", "title", "venue", "authors", "year", "url", "doi", "key", "kind",
+                   "pages", "volume", "publisher")}
         return cls(id=id, text=text, source=Source(str(meta["path"]), int(meta["ordinal"])),
                    **fields)
 
@@ -85,14 +145,8 @@ class Hit:
     rank: int = 0
 
     def to_json(self) -> dict:
-        return {
-            "rank": self.rank,
-            "id": self.entry.id,
-            "label": self.entry.label,
-            "score": round(self.score, 4),
-            "source": self.entry.source.to_json(),
-            "snippet": self.snippet,
-        }
+        return {"rank": self.rank, **self.entry.to_json(), "score": round(self.score, 4),
+                "snippet": self.snippet}
 
 
 @dataclass
@@ -107,6 +161,8 @@ class IngestReport:
     chunks: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # records and files left out
+    duplicates: list[str] = field(default_factory=list)  # papers already stored elsewhere
 
     def to_json(self) -> dict:
         out = asdict(self)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from .errors import IndexMismatchError, StoreError
+from .errors import IndexMismatchError, ServerError, StoreError
 from .records import Chunk, Entry
 
 # Chroma's own telemetry and default embedding function are never used: set before
@@ -68,7 +68,7 @@ def _client(data_dir: Path, url: str = ""):
                                      ssl=parts.scheme == "https", settings=settings)
         client.heartbeat()
     except Exception as e:
-        raise StoreError(f"cannot reach the Chroma server at {url} ({type(e).__name__}); start it with "
+        raise ServerError(f"cannot reach the Chroma server at {url} ({type(e).__name__}); start it with "
                          "chroma run --path DIR --host 127.0.0.1 --port PORT, or fix --chroma-url") from None
     return client
 
@@ -179,6 +179,25 @@ class Store:
         for id_, meta in zip(got["ids"], got["metadatas"]):
             out.setdefault(str(meta["path"]), {})[id_] = int(meta["ordinal"])
         return out
+
+    def find_idents(self, idents: Iterable[str]) -> dict[str, Entry]:
+        """Stored entries by DOI or title key ("doi:…", "title:…"), for duplicates."""
+        idents = list(idents)
+        dois = [i[4:] for i in idents if i.startswith("doi:")]
+        titles = [i[6:] for i in idents if i.startswith("title:")]
+        clauses = [{f: {"$in": v[a:a + _PAGE]}} for f, v in (("doi", dois), ("tkey", titles))
+                   for a in range(0, len(v), _PAGE)]
+        out: dict[str, Entry] = {}
+        for where in clauses:
+            got = self._entries.get(where=where, include=["documents", "metadatas"])
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"]):
+                e = Entry.from_metadata(i, d, m)
+                for ident in e.idents:
+                    out.setdefault(ident, e)
+        return out
+
+    def ids_with_key(self, key: str) -> list[str]:
+        return list(self._entries.get(where={"key": key}, include=[])["ids"])
 
     def entries(self, ids: Sequence[str] | None = None) -> list[Entry]:
         """Entries by id (in the order asked), or all of them in source order."""

@@ -8,6 +8,7 @@ import pytest
 
 from rag.config import Settings
 from rag.errors import IndexMismatchError
+from rag.formats import FORMATS
 from rag.index import Index
 from rag.store import IndexInfo, Store
 from rag.text import focus
@@ -59,7 +60,7 @@ def test_bad_file_is_reported_and_nothing_stored_is_lost(settings, seeds_copy, e
     (seeds_copy / FILE).write_bytes(b"\x00\x01binary now")
     (seeds_copy / "new.jsonl").write_text('{"title": "New paper", "abstract": "We study tiny things."}\n')
     report = index.ingest([seeds_copy])
-    assert report.errors == [f"{FILE}: binary file, not text; give a .txt, .jsonl, .csv or .bib file"]
+    assert report.errors == [f"{FILE}: binary file, not text; give {FORMATS}"]
     assert (report.added, report.removed, report.entries) == (1, 0, 58)
 
 

@@ -88,8 +88,7 @@ class Review:
             "topic": self.topic,
             "themes": [{"name": t.name, "entries": [e.id for e in t.entries]} for t in self.themes],
             "markdown": self.markdown(cite_style),
-            "citations": [{"n": self.numbers[e.id], "id": e.id, "label": e.label,
-                           "source": e.source.to_json()} for e in self.cited],
+            "citations": [{"n": self.numbers[e.id], **e.to_json()} for e in self.cited],
             "refused": self.refused,
         }
 

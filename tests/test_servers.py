@@ -83,7 +83,7 @@ def test_server_down_is_a_one_line_error(tmp_path):
 
     res = CliRunner().invoke(main, ["search", "--data-dir", str(tmp_path), "--chroma-url",
                                     "http://127.0.0.1:9", "bandits"])
-    assert res.exit_code == 4
+    assert res.exit_code == 7  # a server error
     assert res.output.strip().count("\n") == 0 and "http://127.0.0.1:9" in res.output
 
 

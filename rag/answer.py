@@ -15,23 +15,30 @@ trained judge (rag/judge.py) reads every decision that used to be guessed.
    source and every number, acronym and name in it occurs there; the source
    sentences that best answer the question are quoted after it, so every
    sentence is verified or the paper's own words.
+
+Source text is data: a sentence that addresses a reader or a model ("ignore all
+previous instructions", role tags; rag/safety.py) is withheld from every stage
+(the judge, the model, the quotes), counted and kept for ``--debug``.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
+from . import compare
 from .index import Index
 from .judge import CLAIM, QUESTION, Judge, Reading
 from .llm import ChatModel
-from .prompts import Prompts
-from .query import Query
+from .errors import UsageError
+from .prompts import Prompts, fence
+from .query import Query, check_length
 from .records import Entry, Hit
+from .safety import strip_control, suspicious
 from .text import STOPWORDS, URL, content_words, sentences, specific_terms, tokens, words
 from .verify import NUMBER, copied, invented, missing_terms, names
 
@@ -51,6 +58,8 @@ CONFIDENT = 0.3  # fused probability below which the answer opens with a caution
 NOT_REPORTED_VETO = 0.5  # the judge reads the entry as answering: no "does not report" notice
 CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the latency
 ANSWER_TOKENS = 72
+FRAME_TOKENS = 24  # the chat template's role markers around the two messages (14 for SmolLM2)
+MIN_CONTEXT_TOKENS = 32  # of abstract text below which a call is not worth making
 SAME_SENTENCE = 0.9  # cosine above which two sentences say the same
 SAME_WORDS = 0.75  # share of a quote's content words above which a statement repeats it
 MIN_NOVEL_WORDS = 3  # content words a claim must add to the question
@@ -98,10 +107,28 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)
     model: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    # Sentences of the entries read that address a reader or a model, never used.
+    withheld: list[tuple[Entry, str]] = field(default_factory=list)
+    table: list[compare.Row] = field(default_factory=list)  # "compare [1] and [3]"
+
+    @property
+    def suspicious(self) -> int:
+        return len(self.withheld)
+
+    def table_markdown(self) -> str:
+        """The comparison table, each paper marked with its citation number."""
+        if not self.table:
+            return ""
+        numbers = {e.id: n for n, e in self.cited.items()}
+        return "\n".join(compare.markdown(self.table, lambda e: f"[{numbers[e.id]}]"
+                                           if e.id in numbers else ""))
 
     @property
     def text(self) -> str:
-        return " ".join(s.render() for s in self.sentences)
+        body = " ".join(s.render() for s in self.sentences)
+        if self.table:
+            body += "\n\n" + self.table_markdown()
+        return strip_control(body)[0]
 
     def to_json(self) -> dict:
         return {
@@ -109,11 +136,12 @@ class Answer:
             "answer": self.text,
             "refused": self.refused,
             "sentences": [{"text": s.text, "cites": s.cites, "status": s.status} for s in self.sentences],
-            "citations": [{"n": n, "id": e.id, "label": e.label, "source": e.source.to_json()}
-                          for n, e in sorted(self.cited.items())],
+            "citations": [{"n": n, **e.to_json()} for n, e in sorted(self.cited.items())],
             "retrieved": [h.to_json() for h in self.retrieved],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "model": self.model,
+            "suspicious": self.suspicious,
+            "table": [{"id": r.entry.id, **r.cells} for r in self.table],
         }
 
 
@@ -193,12 +221,36 @@ class Answerer:
         self.prompts = prompts
         self.judge = judge or Judge()
         self._sentences: dict[str, list[str]] = {}
+        self._withheld: dict[str, list[str]] = {}
         self._fit: tuple[tuple[str, str], np.ndarray] = (("", ""), np.zeros(0))
 
     def sentences(self, entry: Entry) -> list[str]:
+        """The entry's sentences that may be read, quoted and given to the model:
+        control characters stripped, and those that address a reader or a model
+        withheld (see :meth:`withheld`); empty when every sentence is."""
         if entry.id not in self._sentences:
-            self._sentences[entry.id] = sentences(entry.text) or [entry.text]
+            text = strip_control(entry.text)[0]
+            every = sentences(text) or [text]
+            self._withheld[entry.id] = [s for s in every if suspicious(s)]
+            self._sentences[entry.id] = [s for s in every if not suspicious(s)]
         return self._sentences[entry.id]
+
+    def withheld(self, entry: Entry) -> list[str]:
+        """The entry's sentences that address a reader or a model (rag/safety.py)."""
+        self.sentences(entry)
+        return self._withheld[entry.id]
+
+    def readable(self, hits: list[Hit]) -> tuple[list[Hit], list[tuple[Entry, str]]]:
+        """The hits with a sentence left to read, and every withheld sentence of all
+        of them with its entry (what ``--json`` counts and ``--debug`` names)."""
+        withheld = [(h.entry, s) for h in hits for s in self.withheld(h.entry)]
+        return [h for h in hits if self.sentences(h.entry)], withheld
+
+    def redact(self, hit: Hit) -> Hit:
+        """The hit with its snippet's withheld sentences left out, since a snippet
+        is shown with an answer too."""
+        kept = [s for s in sentences(strip_control(hit.snippet)[0]) if not suspicious(s)]
+        return replace(hit, snippet=" ".join(kept))
 
     def _name(self, entry: Entry) -> str:
         """The name a passage is headed by: a title or method name, never first words."""
@@ -238,13 +290,14 @@ class Answerer:
         rewritten to stand alone); ``only`` restricts the evidence to given entries
         ("compare [1] and [3]"); ``number`` gives each cited entry its citation
         number (a conversation keeps them stable), by default 1, 2, ... in order."""
+        check_length(question)
         t0, judged = time.perf_counter(), self.judge.seconds
         ans = Answer(question=question)
         q = self.analyse(question, query)
         plan = SURVEY if q.survey or (only and len(only) > 1) else SINGLE
         k = k or self.index.settings.k
-        ans.retrieved = (self.index.score_entries(q.search, only) if only
-                         else self.index.search(q.search, max(k, plan.read)))
+        ans.retrieved = [self.redact(h) for h in (self.index.score_entries(q.search, only) if only
+                                                  else self.index.search(q.search, max(k, plan.read)))]
         ans.timings["retrieval_ms"] = (time.perf_counter() - t0) * 1000
         first_token: list[float] = []
         numbers: dict[str, int] = {}
@@ -260,6 +313,7 @@ class Answerer:
                 on_sentence(s)
 
         pool = ans.retrieved if only else [h for h in ans.retrieved[:plan.read] if h.score >= REFUSE_BELOW]
+        pool, ans.withheld = self.readable(pool)
         readings = self.read(QUESTION, q.text, [h.entry for h in pool])
         kept = [(h, 1.0) for h in pool] if only else self.select(q, pool, readings)
         read = {h.entry.id: r for h, r in zip(pool, readings)}
@@ -278,7 +332,8 @@ class Answerer:
         def gap(entry: Entry, what: str) -> None:
             n = num(entry)
             ans.cited[n] = entry
-            emit(Sentence(f"The abstract of {entry.name} does not report {what}", [n], "verified"))
+            name = strip_control(entry.name)[0]
+            emit(Sentence(f"The abstract of {name} does not report {what}", [n], "verified"))
 
         if not kept or (absent and not partial):
             ans.refused = True
@@ -355,19 +410,44 @@ class Answerer:
         absent = _named_absent(q.text, [entry])
         return _join(absent) if absent else "what the question asks for"
 
-    def _context(self, entry: Entry, ranked: list[int]) -> str:
+    def _budget(self, name: str, values: dict[str, str]) -> int:
+        """Tokens of abstract text one call may carry: the per-call budget, within
+        what the model's window leaves after the system prompt, the rest of the user
+        prompt (the question included), the template's role markers and the answer."""
+        frame = (self.model.count_tokens(self.prompts.render("evidence.system"))
+                 + self.model.count_tokens(self.prompts.render(name, **values | {"abstract": ""})))
+        room = self.model.n_ctx - ANSWER_TOKENS - FRAME_TOKENS - frame
+        if room < MIN_CONTEXT_TOKENS:
+            raise UsageError(f"the question leaves no room for an abstract in the model's window of "
+                             f"{self.model.n_ctx} tokens; ask a shorter question")
+        return min(CONTEXT_TOKENS, room)
+
+    def _cut(self, text: str, budget: int) -> str:
+        """The longest start of ``text`` within ``budget`` tokens, cut at a space
+        where it has one (a sentence longer than the budget; a run of thousands of
+        characters without a space)."""
+        lo, hi = 0, len(text)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.model.count_tokens(text[:mid]) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        cut = text[:lo]
+        return cut.rsplit(" ", 1)[0] if lo < len(text) and " " in cut else cut
+
+    def _context(self, entry: Entry, ranked: list[int], budget: int) -> str:
         """The abstract's sentences the judge ranks highest for the question, in their
-        order, within the per-call token budget and always within the model's window."""
+        order, within ``budget`` tokens."""
         sents = self.sentences(entry)
-        budget = min(CONTEXT_TOKENS, self.model.n_ctx - ANSWER_TOKENS - 160)
         chosen, used = set(), 0
         for i in ranked:
             n = self.model.count_tokens(sents[i])
             if used + n <= budget:
                 chosen.add(i)
                 used += n
-        if not chosen:  # one sentence longer than the budget: cut it by words
-            return " ".join(sents[ranked[0]].split()[: max(budget * 2 // 3, 1)])
+        if not chosen:  # one sentence longer than the budget: cut it
+            return self._cut(sents[ranked[0]], budget)
         return " ".join(sents[i] for i in sorted(chosen))
 
     def supported(self, claims: list[str], entry: Entry) -> list[bool]:
@@ -377,7 +457,7 @@ class Answerer:
         tells a minimal edit from its original too rarely for a careful reader
         (bench/judge_vs_proxies.py), so it vetoes and the copy check carries."""
         sents = self.sentences(entry)
-        source = entry.text + " " + entry.label
+        source = " ".join(sents) + " " + entry.label
         out = []
         for claim in claims:
             if invented(claim, source) or not copied(claim, sents):
@@ -397,9 +477,10 @@ class Answerer:
         fit = self.fit(q.text, entry)
         ranked = sorted(range(len(sents)), key=lambda i: (-fit[i], i))
         name, extra = prompt
-        values = {"abstract": self._context(entry, ranked), "question": q.text} | extra
+        values = {"question": q.text} | extra
         needed = {k: v for k, v in values.items() if "{" + k + "}" in self.prompts.templates[name]}
-        user = self.prompts.render(name, **needed)
+        abstract = self._context(entry, ranked, self._budget(name, needed))
+        user = self.prompts.render(name, **needed | {"abstract": fence(abstract)})
         parts = []
         for tok in self.model.stream(self.prompts.render("evidence.system"), user, ANSWER_TOKENS):
             parts.append(tok)

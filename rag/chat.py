@@ -5,7 +5,9 @@ Follow-ups are resolved by the code, not the model (a 135M model rewrites querie
 badly): explicit references ("[2]", "paper 2", "the second paper") and anaphora
 ("it", "that paper", "their method") name entries cited earlier, and the answer
 comes from exactly those entries; "only the RL papers" narrows the previous turn's
-results; a short fragment ("and for bandits?") extends the previous query.
+results; a short fragment ("and for bandits?") extends the previous query;
+"compare [1] and [3]" adds a table of the papers' problems, approaches, results and
+settings (rag/compare.py).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import compare
 from .answer import Answer, Answerer
 from .errors import UsageError
+from .query import check_length
 from .records import Entry
 
 _BRACKET = re.compile(r"\[(\d+)\]|\b(?:paper|entry|reference|ref|source)\s+#?(\d+)\b", re.I)
@@ -27,6 +31,7 @@ _PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|bot
 _FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)
 _WH = re.compile(r"^\s*(what|which|who|how|why|when|where|is|are|does|do|can|could|tell|list|show|explain)\b", re.I)
 _NARROW = re.compile(r"^\s*(only|just)\b(.*)$", re.I)
+_COMPARE = re.compile(r"^\s*(?:compare|contrast|how (?:do|does) .* (?:differ|compare))\b", re.I)
 
 
 @dataclass
@@ -102,12 +107,19 @@ class Conversation:
         return question, None
 
     def ask(self, question: str, **callbacks) -> Turn:
+        check_length(question)  # before resolving: "only ..." embeds the question
         query, only = self.resolve(question)
         # "compare [1] and [3]" reaches the model as "compare BiLLM and AnyTool".
         spelled = _BRACKET.sub(lambda m: self.entry(int(m.group(1) or m.group(2))).label, question)
         answer = self.answerer.ask(spelled, self.k, query=query, only=only,
                                    number=self.number, **callbacks)
         answer.question = question
+        if _COMPARE.match(question) and only and len(only) > 1:
+            # A comparison is a table, column by column, each cell the paper's own words.
+            answer.table = [compare.row(e, self.answerer.sentences(e), self.answerer.fit)
+                            for e in sorted(only, key=self.number)]
+            for e in only:
+                answer.cited.setdefault(self.number(e), e)
         turn = Turn(len(self.turns) + 1, question, query, answer, searched=only is None)
         self.turns.append(turn)
         return turn

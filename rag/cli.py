@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                           TimeRemainingColumn)
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn,
+                           TaskProgressColumn, TextColumn, TimeRemainingColumn)
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
@@ -21,11 +21,31 @@ from rich.padding import Padding
 from rich.text import Text
 
 from .errors import NotFoundError, RagError, UsageError
+from .query import check_length
+from .safety import strip_control
 
-err = Console(stderr=True)
+
+
+def safe(text: str) -> str:
+    """Text from the corpus or the model without what a terminal would obey (control
+    characters, ANSI/OSC escapes): stripped at ingest, and again at every output for
+    indexes built before that. JSON output escapes them instead."""
+    return strip_control(text)[0]
+
+
+def echo(text: str = "") -> None:
+    click.echo(safe(text))
+
+
+class SafeConsole(Console):
+    def print(self, *objects, **kwargs) -> None:
+        super().print(*(safe(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+err = SafeConsole(stderr=True)
 # Piped output is plain text or Markdown: no hard wrap, no padding (Rich would wrap
 # at 80 columns when stdout is not a terminal).
-out = Console(soft_wrap=not sys.stdout.isatty())
+out = SafeConsole(soft_wrap=not sys.stdout.isatty())
 
 EXAMPLES = """\b
 Examples:
@@ -37,7 +57,7 @@ Examples:
 
 \b
 Exit codes: 0 done, 1 declined or not found, 2 usage, 3 input file, 4 index/store,
-5 model, 6 prompt, 7 server, 130 interrupted."""
+5 model, 6 prompt, 7 server, 8 index busy (another writer), 130 interrupted."""
 
 
 def _env_help() -> str:
@@ -101,6 +121,13 @@ def _settings(overrides: dict):
         raise UsageError(f"setting RAG_{str(first['loc'][0]).upper()}: {first['msg']}") from None
 
 
+class RateColumn(ProgressColumn):
+    """Items per second, once there is a rate to show."""
+
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:,.0f}/s" if task.speed else "", style="dim")
+
+
 @contextmanager
 def progress_bar(label: str, enabled: bool):
     """Callbacks (start(total), advance(n)) that draw a bar on a terminal only. The
@@ -110,7 +137,7 @@ def progress_bar(label: str, enabled: bool):
         yield {}
         return
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-                   TimeRemainingColumn(), console=err, transient=True)
+                   RateColumn(), TimeRemainingColumn(), console=err, transient=True)
     task = bar.add_task(label, total=None)
 
     def start(total: int) -> None:
@@ -141,11 +168,11 @@ def main():
 
 def print_hits(title: str, hits) -> None:
     if not out.is_terminal:
-        click.echo(title)
+        echo(title)
         for h in hits:
-            click.echo(f"{h.rank}. {h.entry.reference(h.rank).partition('] ')[2]}  {h.score:.2f}")
-            click.echo(f"   {h.snippet}")
-        click.echo()
+            echo(f"{h.rank}. {h.entry.reference(h.rank).partition('] ')[2]}  {h.score:.2f}")
+            echo(f"   {h.snippet}")
+        echo()
         return
     out.print(f"[bold]{escape(title)}[/]")
     if not hits:
@@ -153,16 +180,39 @@ def print_hits(title: str, hits) -> None:
     for h in hits:
         out.print(f"[bold cyan]{h.rank:>2}.[/] {escape(h.entry.reference(h.rank).partition('] ')[2])}"
                   f"  [green]{h.score:.2f}[/]", highlight=False)
-        out.print(Padding(Text(h.snippet, style="dim"), (0, 0, 0, 5)))
+        out.print(Padding(Text(safe(h.snippet), style="dim"), (0, 0, 0, 5)))
     out.print()
 
 
 def show_markdown(text: str) -> None:
     """Rendered on a terminal; the Markdown itself when piped (`> file.md`)."""
     if out.is_terminal:
-        out.print(Markdown(text))
+        out.print(Markdown(safe(text)))
     else:
-        click.echo(text)
+        echo(text)
+
+
+def print_withheld(withheld, cited: dict, debug: bool) -> None:
+    """Sentences of the entries read that address a reader or a model: never used;
+    counted on stderr, and named with --debug."""
+    if not withheld:
+        return
+    if not debug:
+        err.print(f"[dim]{len(withheld)} sentence(s) addressing a reader or a model were "
+                  "withheld; --debug names them[/]", highlight=False)
+        return
+    numbers = {e.id: n for n, e in cited.items()}
+    err.print(f"withheld {len(withheld)} sentence(s) that address a reader or a model:",
+              highlight=False)
+    for entry, sentence in withheld:
+        n = f"[{numbers[entry.id]}] " if entry.id in numbers else ""
+        err.print(f"  {escape(n)}{escape(entry.label[:50])} ({escape(entry.source.path)} "
+                  f"#{entry.source.ordinal}): \"{escape(sentence[:120])}\"", highlight=False,
+                  soft_wrap=True)
+
+
+def _notice(message: str) -> None:
+    err.print(f"[yellow]{escape(message)}[/]", highlight=False, soft_wrap=True)
 
 
 def _remember(settings, ids: dict[int, str]) -> None:
@@ -187,8 +237,10 @@ def _recalled(settings, n: int) -> str:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--rebuild", is_flag=True,
               help="Drop the index and embed again what it recorded (or PATHS).")
+@click.option("--wait", is_flag=True,
+              help="If another process is writing to the index, wait for it (else exit 8).")
 @common
-def ingest(paths, rebuild, settings, as_json):
+def ingest(paths, rebuild, wait, settings, as_json):
     """Index abstracts from files or folders.
 
     Reads BibTeX (.bib), RIS (.ris), CSL-JSON (.json), JSON lines (.jsonl: records
@@ -204,8 +256,8 @@ def ingest(paths, rebuild, settings, as_json):
       rag ingest ~/papers/            # every readable file below; others listed
       rag ingest --rebuild            # embed everything recorded again"""
     index = _open_index(settings)
-    with progress_bar("embedding chunks", not as_json) as cb:
-        report = index.ingest(list(paths), rebuild=rebuild, **cb)
+    with progress_bar("embedding entries", not as_json) as cb:
+        report = index.ingest(list(paths), rebuild=rebuild, wait=wait, notice=_notice, **cb)
     for e in report.errors:
         err.print(f"[bold red]error:[/] {escape(e)}", highlight=False, soft_wrap=True)
     for w in report.warnings + report.duplicates:
@@ -253,9 +305,9 @@ def list_sources(settings, as_json):
     if out.is_terminal:
         out.print(t)
     else:
-        click.echo(f"{summary['entries']} entries, {summary['chunks']} chunks, {summary['embedder']}")
+        echo(f"{summary['entries']} entries, {summary['chunks']} chunks, {summary['embedder']}")
         for r in rows:
-            click.echo(f"{r['entries']}\t{r['source']}\t{r['file']}")
+            echo(f"{r['entries']}\t{r['source']}\t{r['file']}")
 
 
 @main.command(short_help="Show one entry whole, with its metadata.")
@@ -298,15 +350,17 @@ def print_entry(entry, con: Console) -> None:
 
 @main.command(short_help="Remove a source file's entries from the index.")
 @click.argument("paths", nargs=-1, required=True)
+@click.option("--wait", is_flag=True,
+              help="If another process is writing to the index, wait for it (else exit 8).")
 @common
-def remove(paths, settings, as_json):
+def remove(paths, wait, settings, as_json):
     """Remove the entries of source files (as `rag list` names them, or their path).
 
     \b
     Example:
       rag remove old-export.bib"""
     index = _open_index(settings)
-    removed = {p: index.remove(p) for p in paths}
+    removed = {p: index.remove(p, wait, _notice) for p in paths}
     if as_json:
         click.echo(json.dumps({"removed": removed, "entries": index.store.count()}))
         return
@@ -315,6 +369,13 @@ def remove(paths, settings, as_json):
 
 
 def _queries(query: str | None, queries: Path | None, command: str = "search") -> list[str]:
+    qs = _read_queries(query, queries, command)
+    for q in qs:
+        check_length(q)  # before anything slow is loaded
+    return qs
+
+
+def _read_queries(query: str | None, queries: Path | None, command: str) -> list[str]:
     if query == "-":  # one question per line of stdin
         lines = [q.strip() for q in sys.stdin]
         if not any(lines):
@@ -379,7 +440,7 @@ def _answerer(settings):
     with progress_bar("first run: indexing the bundled seeds", True) as cb:
         index.ensure_ingested(**cb)
     model = load_model(settings.model, settings.llm_url, settings.llm_model,
-                       settings.llm_api_key, settings.llm_ctx)
+                       settings.llm_api_key.get_secret_value(), settings.llm_ctx)
     return Answerer(index, model, prompts)
 
 
@@ -390,14 +451,14 @@ def references(ans) -> str:
 def print_answer_plain(ans, heading: str = "") -> None:
     """An answer as Markdown text for a pipe: no wrapping, no styling."""
     if heading:
-        click.echo(f"## {heading}\n")
-    click.echo(ans.text)
+        echo(f"## {heading}\n")
+    echo(ans.text)
     if ans.cited:
-        click.echo("\n" + references(ans))
+        echo("\n" + references(ans))
     elif ans.refused:
-        click.echo("\nClosest entries:\n" + "\n".join(
+        echo("\nClosest entries:\n" + "\n".join(
             h.entry.reference(h.rank) for h in ans.retrieved[:3]))
-    click.echo()
+    echo()
 
 
 def print_answer_live(ask, question: str, *args):
@@ -410,19 +471,21 @@ def print_answer_live(ask, question: str, *args):
               auto_refresh=out.is_terminal) as live:
         def on_token(tok: str) -> None:
             draft.append(tok)
-            live.update(Text("".join(draft)[-400:], style="dim italic"))
+            live.update(Text(safe("".join(draft)[-400:]), style="dim italic"))
 
         def on_sentence(sentence) -> None:
             draft.clear()
             live.update(Text(""))
-            live.console.print(Markdown(sentence.render()))
+            live.console.print(Markdown(safe(sentence.render())))
 
         result = ask(question, *args, on_token=on_token, on_sentence=on_sentence)
     ans = getattr(result, "answer", result)
+    if ans.table:
+        out.print(Markdown(safe(ans.table_markdown())))
     if ans.interrupted:
         out.print("[yellow](stopped)[/]")
     if ans.cited:
-        out.print(Text("\n" + references(ans), style="cyan"))
+        out.print(Text(safe("\n" + references(ans)), style="cyan"))
     if ans.refused and not ans.cited:
         print_hits("Closest entries", ans.retrieved[:3])
     return result
@@ -434,9 +497,10 @@ def print_answer_live(ask, question: str, *args):
               help="Entries to retrieve (default 5).")
 @click.option("-q", "--queries", type=click.Path(dir_okay=False, path_type=Path),
               help="Answer one question per line of this file.")
+@click.option("--debug", is_flag=True, help="Name the withheld sentences (see README).")
 @model_options
 @common
-def ask(question, k, queries, settings, as_json):
+def ask(question, k, queries, debug, settings, as_json):
     """Answer QUESTION from the collection; every sentence cites its entries.
 
     QUESTION "-" reads one question per line from stdin. Exits 1 when the
@@ -462,6 +526,7 @@ def ask(question, k, queries, settings, as_json):
             print_answer_plain(ans, heading=q if len(qs) > 1 else "")
         declined |= ans.refused and not ans.cited
         _remember(settings, {n: e.id for n, e in ans.cited.items()})
+        print_withheld(ans.withheld, ans.cited, debug)
     if declined:
         sys.exit(1)
 
@@ -473,7 +538,7 @@ CHAT_HELP = """Ask questions in plain language; follow-ups may say "it", "that p
 /show N          the full abstract of entry [N]
 /k N             retrieve N entries per question (now: {k})
 /model           the chat model in use
-/debug           show the rewritten retrieval query (now: {debug})
+/debug           show the rewritten query and withheld sentences (now: {debug})
 /clear           forget the conversation (numbers start again at [1])
 /save FILE       write the conversation as Markdown with references
 /quit            leave (Ctrl-D also works; Ctrl-C stops an answer)"""
@@ -582,6 +647,7 @@ def chat(k, settings, as_json):
                 out.print(turn.answer.text, highlight=False, soft_wrap=True)
                 if turn.answer.cited:
                     out.print(references(turn.answer), highlight=False, soft_wrap=True)
+            print_withheld(turn.answer.withheld, turn.answer.cited, state["debug"])
             out.print()
         except RagError as e:
             err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
@@ -599,9 +665,14 @@ def chat(k, settings, as_json):
               help="Write the cited entries as BibTeX.")
 @click.option("--cite-style", type=click.Choice(["numeric", "pandoc"]), default="numeric",
               help="[n] markers, or [@key] markers for pandoc --citeproc with --bib.")
+@click.option("--table/--no-table", default=True,
+              help="Include the research table (problem, approach, result, setting).")
+@click.option("--csv", "csv_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the research table as CSV.")
+@click.option("--debug", is_flag=True, help="Name the withheld sentences (see README).")
 @model_options
 @common
-def review(topic, k, out_file, bib, cite_style, settings, as_json):
+def review(topic, k, out_file, bib, cite_style, table, csv_file, debug, settings, as_json):
     """A cited overview of what the collection holds on TOPIC, grouped by theme.
 
     Piped, it prints the same Markdown that --out writes. A review the collection
@@ -610,14 +681,15 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
     \b
     Examples:
       rag review "bandit algorithms" -o review.md --bib review.bib
-      rag review "LLM quantization" --cite-style pandoc -o r.md -b r.bib
+      rag review "LLM quantization" --cite-style pandoc -o r.md -b r.bib --csv table.csv
       pandoc r.md --citeproc --bibliography r.bib -o r.html"""
     from .review import review as make_review
 
     if not topic.strip():
         raise UsageError('give a topic, e.g. rag review "bandit algorithms"')
+    check_length(topic, "topic", 'give a few words, e.g. rag review "bandit algorithms"')
     # Fail before the review is generated, not after.
-    for path in (out_file, bib):
+    for path in (out_file, bib, csv_file):
         if path and (path.is_dir() or not path.parent.is_dir() or not os.access(path.parent, os.W_OK)):
             raise UsageError(f"cannot write {path}: no such writable folder; pick another path")
     answerer = _answerer(settings)
@@ -629,9 +701,10 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
                 cb.get("advance", lambda n: None)(1)
 
         rv = make_review(answerer, topic.strip(), k, progress)
-    markdown = rv.markdown(cite_style)
+    markdown = rv.markdown(cite_style, table)
+    print_withheld(rv.withheld, {rv.numbers[e.id]: e for e in rv.cited}, debug)
     if not rv.refused:
-        for path, text in ((out_file, markdown), (bib, rv.bibtex())):
+        for path, text in ((out_file, markdown), (bib, rv.bibtex()), (csv_file, rv.csv())):
             if path:
                 try:
                     path.write_text(text, encoding="utf-8")
@@ -643,7 +716,7 @@ def review(topic, k, out_file, bib, cite_style, settings, as_json):
     else:
         show_markdown(markdown)
     if rv.refused:
-        if out_file or bib:
+        if out_file or bib or csv_file:
             err.print("[yellow]nothing written: the collection does not cover this topic[/]")
         sys.exit(1)
 

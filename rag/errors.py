@@ -12,10 +12,11 @@ line (no traceback) and exits with ``exit_code``.
     ├── PromptError         a prompt template is missing or lacks a placeholder
     ├── UsageError          a command was called with arguments that cannot work
     ├── ServerError         a Chroma or LLM server cannot be reached or fails
+    ├── LockedError         another process is writing to the index
     └── NotFoundError       the entry or source asked for is not in the index
 
 Exit codes (README.md lists them): 0 done, 1 declined or not found, 2 usage,
-3 input, 4 store, 5 model, 6 prompt, 7 server, 130 interrupted.
+3 input, 4 store, 5 model, 6 prompt, 7 server, 8 locked, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -73,3 +74,9 @@ class NotFoundError(RagError):
     """The entry, key or source file asked for is not in the index."""
 
     exit_code = 1
+
+
+class LockedError(RagError):
+    """Another process holds the index's write lock."""
+
+    exit_code = 8

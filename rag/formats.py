@@ -141,8 +141,12 @@ def delatex(text: str) -> str:
 
 # -- BibTeX ---------------------------------------------------------------------------
 def read_bibtex(text: str, key: str) -> Iterator[Item]:
+    import logging
+
     import bibtexparser
 
+    # Its own log lines would repeat, in two lines, the one-line error given below.
+    logging.getLogger("bibtexparser").setLevel(logging.CRITICAL)
     library = bibtexparser.parse_string(text)
     if library.failed_blocks:
         block = library.failed_blocks[0]

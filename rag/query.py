@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import UsageError
 from .text import is_survey, specific_terms
 
 
@@ -26,3 +27,18 @@ class Query:
         text = " ".join(text.split())
         return cls(text=text, search=search or text, survey=is_survey(text),
                    specifics=frozenset(specific_terms(text)))
+
+
+# A question or a review topic longer than this is a pasted document, not a
+# question: it would go whole into every per-entry prompt (issue 17 measured a
+# 20,000-character question running for minutes inside llama.cpp).
+MAX_CHARS = 1_000
+
+
+def check_length(text: str, what: str = "question",
+                 hint: str = "ask about one thing, in a sentence or two") -> None:
+    """Raise :class:`UsageError` for a question (or topic) over :data:`MAX_CHARS`
+    characters, whitespace runs counted as one."""
+    n = len(" ".join(text.split()))
+    if n > MAX_CHARS:
+        raise UsageError(f"the {what} is {n:,} characters long and the limit is {MAX_CHARS:,}; {hint}")

@@ -163,6 +163,7 @@ class IngestReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # records and files left out
     duplicates: list[str] = field(default_factory=list)  # papers already stored elsewhere
+    control_removed: int = 0  # control characters and escape sequences stripped
 
     def to_json(self) -> dict:
         out = asdict(self)

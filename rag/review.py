@@ -5,7 +5,9 @@ topic (as it reads "Which papers study TOPIC?"), group them
 into themes by their embeddings (average-linkage merging of the entries' mean chunk
 vectors; each theme named by the phrase its members share that is closest to them in
 meaning; single papers go under "Other papers"), and write one cited, verified
-statement per paper (the same evidence and verification as `rag ask`).
+statement per paper (the same evidence and verification as `rag ask`, so a
+sentence that addresses a reader or a model is never written into a review), then a
+research table of quoted cells (rag/compare.py).
 References and BibTeX come from stored metadata only.
 """
 
@@ -18,11 +20,14 @@ from typing import Callable
 
 import numpy as np
 
+from . import compare
 from .answer import REFUSE_BELOW, Answerer, Sentence
 from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
+from .query import check_length
 from .records import Entry, Hit
+from .safety import strip_control
 from .text import words
 
 REVIEW_POOL = 30  # entries retrieved, then read by the judge
@@ -43,6 +48,9 @@ class Review:
     statements: dict[str, list[Sentence]] = field(default_factory=dict)  # entry id -> sentences
     numbers: dict[str, int] = field(default_factory=dict)  # entry id -> [n]
     closest: list[Hit] = field(default_factory=list)
+    # Sentences of the entries read that address a reader or a model, never used.
+    withheld: list[tuple[Entry, str]] = field(default_factory=list)
+    table: list[compare.Row] = field(default_factory=list)  # the research table, by [n]
 
     @property
     def cited(self) -> list[Entry]:
@@ -53,7 +61,15 @@ class Review:
     def keys(self) -> dict[str, str]:
         return citation_keys(self.cited)
 
-    def markdown(self, cite_style: str = "numeric") -> str:
+    def markdown(self, cite_style: str = "numeric", table: bool = True) -> str:
+        # Labels and titles are stored text: no control character reaches a terminal
+        # or a file from here.
+        return strip_control(self._markdown(cite_style, table))[0]
+
+    def csv(self) -> str:
+        return compare.to_csv(self.table, self.keys())
+
+    def _markdown(self, cite_style: str, table: bool) -> str:
         keys = self.keys()
 
         def mark(entry: Entry) -> str:
@@ -75,6 +91,9 @@ class Review:
                 body = " ".join(s.render(mark(e)) for s in self.statements[e.id])
                 lines += [f"- **{e.label}** — {body}"]
             lines.append("")
+        if table and self.table:
+            lines += ["## Research table", "", "Each cell quotes the paper's abstract.", ""]
+            lines += compare.markdown(self.table, mark) + [""]
         lines += ["## References", ""]
         if cite_style != "pandoc":  # pandoc --citeproc writes the list itself
             lines += [f"{e.reference(self.numbers[e.id])}  " for e in self.cited]
@@ -90,6 +109,8 @@ class Review:
             "markdown": self.markdown(cite_style),
             "citations": [{"n": self.numbers[e.id], **e.to_json()} for e in self.cited],
             "refused": self.refused,
+            "suspicious": len(self.withheld),
+            "table": [{"id": r.entry.id, **r.cells} for r in self.table],
         }
 
 
@@ -161,10 +182,11 @@ def theme_name(members: list[Entry], vectors: np.ndarray, everyone: np.ndarray, 
 def review(answerer: Answerer, topic: str, k: int | None = None,
            progress: Callable[[int | None, str], None] | None = None) -> Review:
     """``progress(total, label)`` announces the number of papers, then each paper."""
+    check_length(topic, "topic", 'give a few words, e.g. rag review "bandit algorithms"')
     index = answerer.index
     rv = Review(topic=topic)
     found = index.search(topic, max(k or REVIEW_POOL, 1))
-    hits = [h for h in found if h.score >= REFUSE_BELOW]
+    hits, rv.withheld = answerer.readable([h for h in found if h.score >= REFUSE_BELOW])
     q = answerer.analyse(f"Which papers study {topic}?")
     readings = answerer.read(QUESTION, q.text, [h.entry for h in hits])
     kept = [h for h, _ in answerer.select(q, hits, readings, most=len(hits))]
@@ -185,4 +207,5 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
             n = rv.numbers.setdefault(e.id, len(rv.numbers) + 1)
             rv.statements[e.id] = answerer.evidence(e, n, question, quotes=0,
                                                     prompt=("review.user", {"topic": topic}))
+    rv.table = [compare.row(e, answerer.sentences(e), answerer.fit) for e in rv.cited]
     return rv

@@ -9,16 +9,23 @@ that changes on every write, so caches derived from the index know when to rebui
 
 from __future__ import annotations
 
+import atexit
+import functools
+import json
 import os
+import shutil
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit
 
+import httpx
 import numpy as np
 
-from .errors import IndexMismatchError, ServerError, StoreError
+from .errors import IndexMismatchError, RagError, ServerError, StoreError
 from .records import Chunk, Entry
 
 # Chroma's own telemetry and default embedding function are never used: set before
@@ -48,7 +55,7 @@ class ChunkHit:
     similarity: float  # cosine similarity in [-1, 1]
 
 
-def _client(data_dir: Path, url: str = ""):
+def _client(data_dir: Path, url: str = "", token: str = ""):
     """An embedded client on ``data_dir``, or an HTTP client of the server at ``url``.
 
     Chroma keeps one system per path and refuses a second with other settings, so
@@ -64,9 +71,21 @@ def _client(data_dir: Path, url: str = ""):
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise StoreError(f"--chroma-url {url} is not an http(s)://HOST:PORT address")
     try:
+        # Chroma's own server (1.x) checks no token; one behind a proxy that does reads
+        # either header.
+        headers = {"Authorization": f"Bearer {token}", "X-Chroma-Token": token} if token else None
+        # Chroma's client hides a refusal behind "could not connect to tenant": ask first.
+        base = f"{parts.scheme}://{parts.netloc}"
+        status = httpx.get(f"{base}/api/v2/auth/identity", headers=headers, timeout=10).status_code
+        if status in (401, 403):
+            raise ServerError(f"the Chroma server at {url} refused the request ({status}); "
+                              f"{'check' if token else 'set'} RAG_CHROMA_TOKEN")
         client = chromadb.HttpClient(host=parts.hostname, port=parts.port or (443 if parts.scheme == "https" else 8000),
-                                     ssl=parts.scheme == "https", settings=settings)
+                                     ssl=parts.scheme == "https", headers=headers, settings=settings)
         client.heartbeat()
+        client.get_max_batch_size()  # an authenticated call: a proxy may let heartbeats through
+    except RagError:
+        raise
     except Exception as e:
         raise ServerError(f"cannot reach the Chroma server at {url} ({type(e).__name__}); start it with "
                          "chroma run --path DIR --host 127.0.0.1 --port PORT, or fix --chroma-url") from None
@@ -77,10 +96,131 @@ def _rebuild_hint(data: str) -> str:
     return f"rebuild it with: rag ingest --rebuild{data}"
 
 
+def _reads(method):
+    """A read whose stored values may be malformed (a hand-edited or damaged index):
+    a bad value is the store's one-line error, not a traceback."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (KeyError, ValueError, TypeError, AttributeError) as e:
+            raise self.failure(e) from None
+
+    return call
+
+
+class _Guarded:
+    """A Chroma client or collection whose every call turns a failure into the
+    store's one-line error (Chroma raises its own untyped errors on damaged files,
+    and connection errors when a server goes away)."""
+
+    def __init__(self, target, store: "Store"):
+        self._target = target
+        self._store = store
+
+    def __getattr__(self, name):
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+
+        def call(*args, **kwargs):
+            try:
+                return value(*args, **kwargs)
+            except RagError:
+                raise
+            except Exception as e:
+                raise self._store.failure(e) from None
+
+        return call
+
+
+# -- checking the files before this process trusts them ----------------------------------
+# A damaged HNSW file makes Chroma's native code crash the process (SIGSEGV), which no
+# exception handler can catch. So the first open after the files changed is tried in a
+# child process; its verdict is kept with the files' sizes and times, and later opens of
+# the same files skip it (bench/faults.py measures both).
+
+_PROBE = """
+import sys
+import chromadb
+from chromadb.config import Settings
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
+names = [c.name for c in client.list_collections()]
+for suffix in ("_entries", "_chunks"):
+    if sys.argv[2] + suffix not in names:
+        continue
+    c = client.get_collection(sys.argv[2] + suffix)
+    n = c.count()
+    if n:
+        got = c.get(limit=1, include=["embeddings", "metadatas", "documents"])
+        c.query(query_embeddings=[list(got["embeddings"][0])], n_results=min(n, 3))
+"""
+
+
+def _signature(data_dir: Path) -> list:
+    root = data_dir / "chroma"
+    return sorted([str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns]
+                  for p in root.rglob("*") if p.is_file())
+
+
+def _probe_in_child(data_dir: Path, name: str) -> str:
+    """'' when the store opens and answers a query in a child process, else what
+    went wrong."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE, str(data_dir / "chroma"), name],
+                              capture_output=True, text=True, timeout=300,
+                              env=os.environ | {"ANONYMIZED_TELEMETRY": "False"})
+    except subprocess.TimeoutExpired:
+        return "opening it did not finish in 300 s"
+    if proc.returncode < 0:
+        return f"opening it crashed (signal {-proc.returncode})"
+    if proc.returncode:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        return " ".join((lines[-1] if lines else "unknown error").split())[:160]
+    return ""
+
+
+def _check_files(data_dir: Path, name: str, target: str) -> None:
+    stamp = data_dir / f"{name}.checked"
+    if (data_dir / "chroma").is_dir():
+        try:
+            trusted = json.loads(stamp.read_text(encoding="utf-8")) == _signature(data_dir)
+        except (OSError, ValueError):
+            trusted = False  # no stamp, or an unreadable one: check
+        if not trusted and (problem := _probe_in_child(data_dir, name)):
+            raise StoreError(f"the index in {data_dir} is damaged: {problem}; "
+                             f"{_rebuild_hint(target)}")
+    if (data_dir, name) not in _STAMPED:
+        _STAMPED.add((data_dir, name))
+        atexit.register(_stamp, data_dir, stamp)
+
+
+_STAMPED: set = set()
+
+
+def _stamp(data_dir: Path, stamp: Path) -> None:
+    """At exit: let Chroma write its files (it rewrites them on close), then note
+    them as checked, so that the next process trusts them without a child. A
+    process that is killed writes no stamp, and the next open checks again."""
+    try:
+        _forget_client(data_dir)
+        stamp.write_text(json.dumps(_signature(data_dir)), encoding="utf-8")
+    except Exception:
+        pass  # checked again next time
+
+
+def _forget_client(data_dir: Path) -> None:
+    """Chroma keeps one system per path in this process; one whose files are
+    removed must not be reused."""
+    from chromadb.api.client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
+
+
 class Store:
     """One index in an embedded Chroma directory (or, later, a Chroma server)."""
 
-    def __init__(self, data_dir: Path, name: str, info: IndexInfo, url: str = ""):
+    def __init__(self, data_dir: Path, name: str, info: IndexInfo, url: str = "", token: str = ""):
         self.info = info
         self.name = name
         self.url = url
@@ -91,26 +231,33 @@ class Store:
                 data_dir.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise StoreError(f"cannot create {data_dir} ({e.strerror}); pass another --data-dir") from None
-        self._client = _client(data_dir, url)
+            _check_files(data_dir, name, self._target())
+        self._client = _Guarded(_client(data_dir, url, token), self)
         # A server may take smaller batches than the embedded default.
         self._batch = min(_BATCH, self._client.get_max_batch_size())
-        try:
-            self._entries = self._client.get_or_create_collection(
-                f"{name}_entries", embedding_function=None,
-                metadata={"hnsw:space": "cosine", **self._info_meta()})
-            self._chunks = self._client.get_or_create_collection(
-                f"{name}_chunks", embedding_function=None, metadata={"hnsw:space": "cosine"})
-        except Exception as e:  # chromadb raises its own untyped errors for corrupt files
-            raise StoreError(f"cannot open the index in {self._where}: {type(e).__name__}: {e}; "
-                             f"{_rebuild_hint(self._target())}") from None
+        self._entries = _Guarded(self._client.get_or_create_collection(
+            f"{name}_entries", embedding_function=None,
+            metadata={"hnsw:space": "cosine", **self._info_meta()}), self)
+        self._chunks = _Guarded(self._client.get_or_create_collection(
+            f"{name}_chunks", embedding_function=None, metadata={"hnsw:space": "cosine"}), self)
         self._check_info()
         self._counted: tuple[str, int] = ("", 0)
+
+    def failure(self, e: Exception) -> RagError:
+        """Any error of the store, as one line with the command that recovers."""
+        if self.url:
+            return ServerError(f"the Chroma server at {self.url} failed ({type(e).__name__}); "
+                               "check that it runs, then run the command again")
+        detail = " ".join(str(e).split())[:120]
+        return StoreError(f"the index in {self._where} is damaged or unreadable ({type(e).__name__}: "
+                          f"{detail}); {_rebuild_hint(self._target())}")
 
     # -- what built the index ---------------------------------------------------
     def _info_meta(self) -> dict:
         return {"embed_model": self.info.embed_model, "embed_dim": self.info.embed_dim,
                 "chunker": self.info.chunker, "revision": uuid.uuid4().hex}
 
+    @_reads
     def _check_info(self) -> None:
         meta = self._entries.metadata or {}
         stored = IndexInfo(str(meta.get("embed_model")), int(meta.get("embed_dim") or 0),
@@ -142,14 +289,47 @@ class Store:
         self._entries.modify(metadata=meta)
 
     @staticmethod
-    def drop(data_dir: Path, name: str, url: str = "") -> None:
-        """Delete an index without opening it (it may have been built differently)."""
-        client = _client(data_dir, url)
-        for suffix in ("_entries", "_chunks"):
-            try:
-                client.delete_collection(f"{name}{suffix}")
-            except Exception:
-                pass  # not there: nothing to drop
+    def drop(data_dir: Path, name: str, url: str = "", token: str = "") -> None:
+        """Delete an index without opening it (it may have been built differently, or
+        be damaged): through Chroma when its files are sound, else by removing them."""
+        if not url and not (data_dir / "chroma").is_dir():
+            return
+        if not url and _probe_in_child(data_dir, name):
+            _forget_client(data_dir)
+            shutil.rmtree(data_dir / "chroma", ignore_errors=True)
+            return
+        try:
+            client = _client(data_dir, url, token)
+            for suffix in ("_entries", "_chunks"):
+                if f"{name}{suffix}" in [c.name for c in client.list_collections()]:
+                    client.delete_collection(f"{name}{suffix}")
+        except Exception:
+            if url:
+                raise
+            _forget_client(data_dir)
+            shutil.rmtree(data_dir / "chroma", ignore_errors=True)
+
+    @_reads
+    def repair(self) -> int:
+        """After a writer was killed: drop chunks whose entry is missing and entries
+        whose chunks are not all there (the next ingest embeds those again), and
+        move the revision on so that caches (BM25) are rebuilt. Returns rows dropped."""
+        entries = self._get(self._entries, include=["metadatas"])
+        expected = {i: int(m.get("chunks", 0)) for i, m in zip(entries["ids"], entries["metadatas"])}
+        present: dict[str, int] = {}
+        orphans = []
+        for cid in self._get(self._chunks)["ids"]:
+            entry_id = cid.rsplit(":", 1)[0]
+            if entry_id in expected:
+                present[entry_id] = present.get(entry_id, 0) + 1
+            else:
+                orphans.append(cid)
+        partial = [i for i, n in expected.items() if present.get(i, 0) != n]
+        for a in range(0, len(orphans), self._batch):
+            self._chunks.delete(ids=orphans[a:a + self._batch])
+        self.delete(partial)
+        self._touch()
+        return len(orphans) + len(partial)
 
     # -- reading ----------------------------------------------------------------
     def count(self) -> int:
@@ -172,6 +352,7 @@ class Store:
                 out[k] += list(got[k])
         return out
 
+    @_reads
     def ids_by_path(self) -> dict[str, dict[str, int]]:
         """{path: {entry id: ordinal}} of everything stored."""
         out: dict[str, dict[str, int]] = {}
@@ -180,6 +361,7 @@ class Store:
             out.setdefault(str(meta["path"]), {})[id_] = int(meta["ordinal"])
         return out
 
+    @_reads
     def find_idents(self, idents: Iterable[str]) -> dict[str, Entry]:
         """Stored entries by DOI or title key ("doi:…", "title:…"), for duplicates."""
         idents = list(idents)
@@ -199,6 +381,7 @@ class Store:
     def ids_with_key(self, key: str) -> list[str]:
         return list(self._entries.get(where={"key": key}, include=[])["ids"])
 
+    @_reads
     def entries(self, ids: Sequence[str] | None = None) -> list[Entry]:
         """Entries by id (in the order asked), or all of them in source order."""
         got = self._get(self._entries, list(ids) if ids is not None else None,
@@ -209,11 +392,13 @@ class Store:
             return [found[i] for i in ids if i in found]
         return sorted(found.values(), key=lambda e: (e.source.path, e.source.ordinal))
 
+    @_reads
     def entry_vectors(self, ids: Sequence[str]) -> np.ndarray:
         got = self._entries.get(ids=list(ids), include=["embeddings"])
         pos = {i: k for k, i in enumerate(got["ids"])}
         return np.asarray([got["embeddings"][pos[i]] for i in ids], dtype=np.float32)
 
+    @_reads
     def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkHit]:
         n = min(n, self.chunk_count())
         if n == 0:
@@ -223,6 +408,7 @@ class Store:
         return [ChunkHit(str(m["entry_id"]), d, 1.0 - float(dist))
                 for d, m, dist in zip(res["documents"][0], res["metadatas"][0], res["distances"][0])]
 
+    @_reads
     def chunk_similarities(self, vector: np.ndarray, entry_ids: Sequence[str]) -> dict[str, ChunkHit]:
         """Best-matching chunk of each given entry (for entries that keyword search
         found but the nearest-neighbour query did not reach)."""

@@ -90,3 +90,18 @@ def test_plain_text_chat_from_stdin(seeded_index):
     res = CliRunner().invoke(main, ["chat", "--data-dir", str(seeded_index.settings.data_dir),
                                     "--model", "/nonexistent.gguf"], input="hello\n")
     assert res.exit_code == 5 and "does not exist" in res.output
+
+
+def test_compare_two_cited_papers_gives_a_table_of_their_own_sentences(seeded_index):
+    conv = Conversation(Answerer(seeded_index, FakeModel("Nothing verifiable."), load()))
+    conv.ask("Which papers study multi-armed bandits?")
+    assert len(conv.entries) >= 2
+    turn = conv.ask("compare [1] and [2]")
+    rows = turn.answer.table
+    assert [r.entry.id for r in rows] == [conv.entry(1).id, conv.entry(2).id]
+    for r in rows:
+        for cell in r.cells.values():
+            assert cell == "not stated in the abstract" or cell.rstrip(" …")[:40] in r.entry.text
+    text = turn.answer.text
+    assert "| Paper | Problem | Approach | Main result | Data / setting |" in text
+    assert f"{conv.entry(1).label} [1]" in text and turn.answer.to_json()["table"]

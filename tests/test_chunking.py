@@ -41,7 +41,7 @@ def test_overlong_sentence_is_cut_not_truncated():
 
 def test_real_seed_chunks_fit_minilm(embedder):
     for f in discover([DEFAULT_SEEDS])[0]:
-        for e in read_file(f):
+        for e in read_file(f).entries:
             chunks = chunk_entry(e, embedder.count_tokens, 200, 1)
             assert all(embedder.count_tokens(c.text) <= 256 for c in chunks)
             joined = " ".join(c.text for c in chunks)

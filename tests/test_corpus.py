@@ -115,3 +115,25 @@ def test_bad_files_give_one_line_errors_naming_file_and_position(tmp_path, name,
         _read(p)
     assert str(e.value).startswith(message)
     assert "\n" not in str(e.value)
+
+
+def test_an_entry_far_longer_than_an_abstract_is_cut_with_a_warning(tmp_path):
+    import time
+
+    p = tmp_path / "huge.jsonl"
+    p.write_text(json.dumps({"title": "Huge", "abstract": "We study things. " * 300_000}) + "\n")  # 5 MB
+    t0 = time.monotonic()
+    parsed = read_file(CorpusFile(p, "huge.jsonl"))
+    assert time.monotonic() - t0 < 30
+    assert len(parsed.entries[0].text) <= 20_000
+    assert parsed.warnings == ["huge.jsonl line 1: 5,099,999 characters, far longer than an "
+                               "abstract; cut at 20,000"]
+
+
+def test_control_characters_are_stripped_from_every_field_and_counted(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_text(json.dumps({"title": "T\u001b]0;HIJACK\u0007itle", "abstract": "We\u0000 study\u001b[2J x."}) + "\n")
+    parsed = read_file(CorpusFile(p, "c.jsonl"))
+    e, = parsed.entries
+    assert (e.title, e.text) == ("Title", "We study x.")
+    assert parsed.control == 3 and "3 control characters" in parsed.warnings[-1]

@@ -14,7 +14,7 @@ def test_onnx_vectors_match_sentence_transformers_in_padded_batches(embedder):
 
     from rag.embed import model_dir
 
-    texts = [s for f in discover([DEFAULT_SEEDS])[0][:1] for e in read_file(f)[:4] for s in sentences(e.text)]
+    texts = [s for f in discover([DEFAULT_SEEDS])[0][:1] for e in read_file(f).entries[:4] for s in sentences(e.text)]
     texts += ["short", "a much longer text " * 80]  # beyond 256 word pieces: truncated alike
     ours = embedder.encode(texts)
     ref = SentenceTransformer(str(model_dir()), device="cpu").encode(texts, normalize_embeddings=True)
@@ -31,3 +31,23 @@ def test_same_text_same_vector_whatever_the_batch(embedder):
 
 def test_token_count_is_of_real_tokens(embedder):
     assert embedder.count_tokens("hello world") == 4  # [CLS] hello world [SEP]
+
+
+def test_int8_embedder_is_close_to_fp32_and_an_index_knows_which_built_it(embedder, tmp_path):
+    import numpy as np
+    import pytest
+
+    from rag.config import Settings
+    from rag.embed import Embedder
+    from rag.errors import IndexMismatchError
+    from rag.index import Index
+
+    int8 = Embedder(embedder.onnx_file.parent, quantized=True)
+    assert int8.name.endswith("-int8") and int8.name != embedder.name
+    texts = ["BiLLM is a 1-bit post-training quantization scheme.", "Bandits with delayed feedback."]
+    cos = (int8.encode(texts) * embedder.encode(texts)).sum(axis=1)
+    assert np.all(cos > 0.97)
+    settings = Settings(data_dir=tmp_path / "d", embed_quantized=True)
+    Index(settings, embedder=int8).store  # an index built with the int8 model
+    with pytest.raises(IndexMismatchError, match="rag ingest --rebuild"):
+        Index(Settings(data_dir=tmp_path / "d"), embedder=embedder).store

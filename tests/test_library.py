@@ -145,10 +145,15 @@ def test_review_pipes_the_same_markdown_and_pandoc_renders_author_year(library, 
 
     index, _ = library
     md, bib = tmp_path / "r.md", tmp_path / "r.bib"
+    table = tmp_path / "t.csv"
     res = _rag(index, "review", "diffusion models for image synthesis", "--cite-style", "pandoc",
-               "-o", str(md), "-b", str(bib))
+               "-o", str(md), "-b", str(bib), "--csv", str(table))
     assert res.exit_code == 0, res.output
     assert res.stdout.strip() == md.read_text().strip()  # piped stdout is the file's Markdown
+    assert "## Research table" in md.read_text()
+    rows = table.read_text().splitlines()
+    assert rows[0].startswith("paper,authors,year,doi,key,Problem,Approach,Main result")
+    assert any(r.startswith("Denoising Diffusion Probabilistic Models,") for r in rows)
     html = subprocess.run([pypandoc.get_pandoc_path(), str(md), "--citeproc", "--bibliography",
                            str(bib), "-t", "plain"], capture_output=True, text=True, check=True).stdout
     assert "Ho, Jain, and Abbeel 2020" in html or "Rombach et al. 2022" in html, html

@@ -144,3 +144,23 @@ def test_cli_review_refuses_an_unwritable_output_before_it_starts(tmp_path):
                                     "--bib", str(tmp_path / "missing" / "r.bib")])
     assert res.exit_code == 2 and "no such writable folder" in res.output
     assert not (tmp_path / "never-made").exists()  # nothing was indexed or generated
+
+
+def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing():
+    from rag import compare
+    from rag.records import Entry, Source
+
+    sents = ["While recent work has seen a surge of interest in widgets, little is known.",
+             "We study the problem of widget alignment under noise.",
+             "We propose WidgetNet, a method based on contrastive pairs.",
+             "WidgetNet improves accuracy by 12% over the best baseline."]
+    e = Entry(id="w", label="WidgetNet", text=" ".join(sents), source=Source("w.jsonl", 1))
+    row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+    assert row.cells == {"problem": sents[1], "approach": sents[2], "result": sents[3],
+                         "setting": compare.NOT_STATED}
+    table = compare.markdown([row], lambda entry: "[1]")
+    assert table[0].startswith("| Paper | Problem | Approach | Main result | Data / setting |")
+    assert table[2].startswith("| WidgetNet [1] | We study the problem")
+    assert compare.cut("In this paper, we " + "do many things, " * 20 + "end.").startswith("We do many")
+    assert compare.cut("word " * 40).endswith(" …")
+    assert "WidgetNet" in compare.to_csv([row], {"w": "widgetnet2024"}).splitlines()[1]

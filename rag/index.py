@@ -107,6 +107,11 @@ class Index:
             files, errors, skipped = corpus.discover(list(paths))
         elif self.sources.exists():
             files, errors, skipped = self.sources.files(), [], []
+        elif rebuild and (self.settings.chroma_url or (self.settings.data_dir / "chroma").exists()):
+            # An index made before sources were recorded: its files are unknown, and
+            # the seeds must not take their place.
+            raise UsageError("this index does not record the files it was built from; "
+                             "run rag ingest --rebuild PATH... with them")
         else:
             files, errors, skipped = corpus.discover([self.settings.seeds])
         if rebuild:

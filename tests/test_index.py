@@ -129,3 +129,14 @@ def test_survey_question_finds_what_its_topic_finds(seeded_index):
     bare = seeded_index.search("study optimal transport", 3)
     assert [h.entry.id for h in framed] == [h.entry.id for h in bare]
     assert framed[0].score == pytest.approx(bare[0].score)
+
+
+def test_rebuild_of_an_index_that_recorded_no_sources_never_swaps_in_the_seeds(settings, embedder):
+    from rag.errors import UsageError
+
+    index = Index(settings, embedder=embedder)
+    index.ingest()  # the seeds, recorded
+    index.sources.path.unlink()  # as an index made before sources were recorded
+    with pytest.raises(UsageError, match="does not record the files it was built from"):
+        Index(settings, embedder=embedder).ingest(rebuild=True)
+    assert Index(settings, embedder=embedder).store.count() == 57  # nothing dropped

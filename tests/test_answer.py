@@ -173,7 +173,7 @@ def test_json_contract_numbers_resolve_and_cite_only_retrieved(answer_with):
     data, _ = answer_with(q, "The paper studies a bandit setting with regret guarantees.")
     data = json.loads(json.dumps(data.to_json()))
     assert set(data) == {"question", "answer", "refused", "sentences", "citations", "retrieved",
-                         "timings", "model", "suspicious"}
+                         "timings", "model", "suspicious", "table"}
     assert data["suspicious"] == 0
     ns = {c["n"] for c in data["citations"]}
     used = {int(n) for n in re.findall(r"\[(\d+)\]", data["answer"])}

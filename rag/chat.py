@@ -4,7 +4,8 @@ and citation numbers that stay the same for the whole conversation.
 Follow-ups are resolved by the code, not the model (a 135M model rewrites queries
 badly): explicit references ("[2]", "paper 2", "the second paper") and anaphora
 ("it", "that paper", "their method") name entries cited earlier, and the answer
-comes from exactly those entries; "only the RL papers" narrows the previous turn's
+comes from exactly those entries; "the paper on X" is a new search unless X names a
+paper cited earlier; "only the RL papers" narrows the previous turn's
 results; a short fragment ("and for bandits?") extends the previous query;
 "compare [1] and [3]" adds a table of the papers' problems, approaches, results and
 settings (rag/compare.py).
@@ -31,6 +32,8 @@ _PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|bot
 _FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)
 _WH = re.compile(r"^\s*(what|which|who|how|why|when|where|is|are|does|do|can|could|tell|list|show|explain)\b", re.I)
 _NARROW = re.compile(r"^\s*(only|just)\b(.*)$", re.I)
+_DESCRIBED = re.compile(rf"\b(?:the|a|that) {_NOUN}s? (?:on|about|that|which|for|proposing|"
+                       rf"introducing|studying|using|with) (.+)", re.I)
 _COMPARE = re.compile(r"^\s*(?:compare|contrast|how (?:do|does) .* (?:differ|compare))\b", re.I)
 
 
@@ -98,6 +101,13 @@ class Conversation:
             best = max((h.score for h in hits), default=0.0)
             only = [h.entry for h in hits if h.score >= best * 0.5] or None
             return query, only
+        described = _DESCRIBED.search(question)
+        if described:
+            # "the paper on LLM planning" describes which paper is meant: one cited in
+            # this conversation only if the description names it, else a new search.
+            named = [e for e in self.entries.values() if e.name != "this paper"
+                     and e.label.lower() in described.group(1).lower()]
+            return (_with_labels(question, named), named) if named else (question, None)
         if cited and _PLURAL.search(question):
             return _with_labels(question, cited), cited
         if cited and _SINGULAR.search(question):

@@ -30,6 +30,17 @@ def test_pronoun_follow_up_answers_from_the_previous_top_entry(conv):
     assert list(follow.answer.cited) == [1]  # same number as before
 
 
+def test_a_paper_described_by_its_topic_is_searched_for_not_bound_to_the_last_one(conv):
+    conv.ask("How does RICE refine reinforcement learning agents?")
+    assert [e.label for e in conv.turns[-1].answer.cited.values()][:1] == ["RICE"]
+    t = conv.ask("What does the paper on LLM planning argue?")
+    assert "RICE" not in t.query and t.searched
+    assert "LLM-Modulo" in [h.entry.label for h in t.answer.retrieved[:3]]
+    # A description that names a cited paper still means that paper.
+    again = conv.ask("What does the paper about RICE explain?")
+    assert not again.searched and [e.label for e in again.answer.cited.values()] == ["RICE"]
+
+
 def test_numbers_are_stable_and_brackets_pick_exact_entries(conv):
     conv.ask("Which papers study multi-armed bandit problems?")
     numbered = dict(conv.entries)

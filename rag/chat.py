@@ -144,7 +144,7 @@ class Conversation:
         for t in self.turns:
             parts += [f"## {t.n}. {t.question}", "", t.answer.text or "_(no answer)_", ""]
         parts += ["## References", ""]
-        parts += [f"{line}  " for line in self.references().splitlines()]
+        parts += [f"- {line}" for line in self.references().splitlines()]
         return "\n".join(parts) + "\n"
 
     def save(self, path: Path) -> None:

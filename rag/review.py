@@ -96,7 +96,7 @@ class Review:
             lines += compare.markdown(self.table, mark) + [""]
         lines += ["## References", ""]
         if cite_style != "pandoc":  # pandoc --citeproc writes the list itself
-            lines += [f"{e.reference(self.numbers[e.id])}  " for e in self.cited]
+            lines += [f"- {e.reference(self.numbers[e.id])}" for e in self.cited]
         return "\n".join(lines) + "\n"
 
     def bibtex(self) -> str:

@@ -34,7 +34,7 @@ def test_review_covers_the_topic_and_cites_every_reference_once(answerer):
     assert len(got - BANDIT_PAPERS) <= len(got) // 10  # at most 1 in 10 irrelevant
     md = rv.markdown()
     used = {int(n) for n in re.findall(r"\[(\d+)\](?!\s+\S+ —)", md.split("## References")[0])}
-    listed = {int(n) for n in re.findall(r"^\[(\d+)\] ", md, re.M)}
+    listed = {int(n) for n in re.findall(r"^- \[(\d+)\] ", md, re.M)}
     assert used == listed == set(range(1, len(rv.cited) + 1))
     assert sum(len(t.entries) for t in rv.themes) == len(rv.cited)
     assert len(rv.themes) > 1 or rv.themes[0].name == "Bandits"  # one group is the topic

@@ -170,7 +170,7 @@ def print_hits(title: str, hits) -> None:
     if not out.is_terminal:
         echo(title)
         for h in hits:
-            echo(f"{h.rank}. {h.entry.reference(h.rank).partition('] ')[2]}  {h.score:.2f}")
+            echo(f"{h.rank}. {h.entry.citation()}  {h.score:.2f}")
             echo(f"   {h.snippet}")
         echo()
         return
@@ -178,7 +178,7 @@ def print_hits(title: str, hits) -> None:
     if not hits:
         out.print("  (nothing found)")
     for h in hits:
-        out.print(f"[bold cyan]{h.rank:>2}.[/] {escape(h.entry.reference(h.rank).partition('] ')[2])}"
+        out.print(f"[bold cyan]{h.rank:>2}.[/] {escape(h.entry.citation())}"
                   f"  [green]{h.score:.2f}[/]", highlight=False)
         out.print(Padding(Text(safe(h.snippet), style="dim"), (0, 0, 0, 5)))
     out.print()
@@ -288,8 +288,9 @@ def list_sources(settings, as_json):
       rag list --json"""
     index = _open_index(settings)
     by_path = index.store.ids_by_path()
-    rows = [{"source": k, "entries": len(v),
-             "file": str(index.sources.path_of(k) or "")} for k, v in sorted(by_path.items())]
+    recorded = index.sources.paths()
+    rows = [{"source": k, "entries": len(v), "file": str(recorded.get(k, ""))}
+            for k, v in sorted(by_path.items())]
     summary = {"entries": index.store.count(), "chunks": index.store.chunk_count(),
                "embedder": index.info.embed_model, "chunker": index.info.chunker,
                "data_dir": str(settings.data_dir), "sources": rows}

@@ -139,7 +139,7 @@ class Index:
         new: list[Entry] = []
         moved: list[Entry] = []
         gone: list[str] = []
-        seen = self._duplicates_of(parsed, stored)
+        seen = self._duplicates_of(parsed)
         for key, entries in parsed.items():
             old = stored.get(key, {})
             entries = [e for e in entries if e.id in old or not seen(e)]
@@ -182,7 +182,7 @@ class Index:
                     advance(len(batch))
                 batch, chunks = [], []
 
-    def _duplicates_of(self, parsed: dict[str, list[Entry]], stored: dict[str, dict[str, int]]):
+    def _duplicates_of(self, parsed: dict[str, list[Entry]]):
         """A predicate: is this new entry a paper already stored, or read earlier in
         this run, from another file? Each "yes" is noted in ``.reported``."""
         idents = {i for entries in parsed.values() for e in entries for i in e.idents}
@@ -213,8 +213,9 @@ class Index:
 
     def _remove(self, path: str) -> int:
         stored = self.store.ids_by_path()
-        keys = [k for k in stored if k == path or str(self.sources.path_of(k)) ==
-                str(Path(path).expanduser().resolve())]
+        recorded = self.sources.paths()
+        given = Path(path).expanduser().resolve()
+        keys = [k for k in stored if k == path or recorded.get(k) == given]
         if not keys:
             raise NotFoundError(f"no entries from {path} in the index; rag list shows the sources")
         ids = [i for k in keys for i in stored[k]]
@@ -251,8 +252,8 @@ class Index:
         if self.store.count():
             return None
         if self.sources.exists():
-            if self.sources.files():
-                raise StoreError(f"the index is empty but recorded {len(self.sources.files())} "
+            if recorded := self.sources.files():
+                raise StoreError(f"the index is empty but recorded {len(recorded)} "
                                  "source file(s); run rag ingest --rebuild to read them again")
             raise NotFoundError("the index is empty; add abstracts with rag ingest PATH")
         return self.ingest(**progress)

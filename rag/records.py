@@ -64,14 +64,18 @@ class Entry:
         return found.group(0) if found else ""
 
     def reference(self, n: int) -> str:
-        """The reference-list line, from stored metadata only:
-        ``[1] Hu et al. 2022, LoRA: Low-Rank Adaptation of… (ICLR) doi:10.…``; the
-        file and position stand in when there is no DOI or URL."""
+        """The reference-list line ``[n] …`` (see :meth:`citation`)."""
+        return f"[{n}] {self.citation()}"
+
+    def citation(self) -> str:
+        """Who, when, what, where, from stored metadata only:
+        ``Hu et al. 2022, LoRA: Low-Rank Adaptation of… (ICLR) doi:10.…``; the file
+        and position stand in when there is no DOI or URL."""
         who = " ".join(p for p in (self.short_authors, self.year) if p)
         title = self.title or self.label
         if len(title) > 90:
             title = title[:90].rsplit(" ", 1)[0] + "…"
-        line = f"[{n}] {who + ', ' if who else ''}{title}"
+        line = f"{who + ', ' if who else ''}{title}"
         if self.venue:
             line += f" ({self.venue})"
         if self.doi:

@@ -37,12 +37,12 @@ class Sources:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.path)
 
-    def files(self) -> list[CorpusFile]:
-        return [CorpusFile(Path(p), k) for k, p in sorted(self._read().items())]
+    def paths(self) -> dict[str, Path]:
+        """Source key -> the file it was read from."""
+        return {k: Path(p) for k, p in self._read().items()}
 
-    def path_of(self, key: str) -> Path | None:
-        p = self._read().get(key)
-        return Path(p) if p else None
+    def files(self) -> list[CorpusFile]:
+        return [CorpusFile(p, k) for k, p in sorted(self.paths().items())]
 
     def record(self, files: dict[str, Path]) -> None:
         data = self._read()

@@ -53,7 +53,7 @@ def test_every_paper_is_ingested_once_and_duplicates_are_reported(library):
     assert "zotero.bib @goodfellow_deep_2016 (Deep Learning): no abstract; skipped" in report.warnings
     assert "notes.docx: not a format rag reads; skipped" in report.warnings
     # Ingesting again changes nothing and reports the same duplicates.
-    again = index.ingest([index.sources.path_of("zotero.bib").parent])
+    again = index.ingest([index.sources.paths()["zotero.bib"].parent])
     assert (again.added, again.unchanged, len(again.duplicates)) == (0, 11, 4)
 
 
@@ -116,7 +116,7 @@ def test_list_show_and_remove(library, tmp_path):
     assert removed.exit_code == 0 and "removed 1 entries" in removed.stdout
     assert index.store.count() == 10
     assert _rag(index, "remove", "openalex.jsonl").exit_code == 1
-    index.ingest([index.sources.path_of("zotero.bib").parent])  # back as it was
+    index.ingest([index.sources.paths()["zotero.bib"].parent])  # back as it was
     assert index.store.count() == 11
 
 
@@ -132,7 +132,7 @@ def test_rebuild_rereads_the_recorded_sources_not_the_seeds(library, tmp_path, e
     index, _ = library
     settings = Settings(data_dir=tmp_path / "data")
     fresh = Index(settings, embedder=embedder)
-    fresh.ingest([index.sources.path_of("zotero.bib").parent])
+    fresh.ingest([index.sources.paths()["zotero.bib"].parent])
     report = Index(settings, embedder=embedder).ingest(rebuild=True)
     assert report.entries == 11 and len(report.duplicates) == 4
     paths = {e.source.path for e in Index(settings, embedder=embedder).store.entries()}

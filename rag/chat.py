@@ -105,7 +105,7 @@ class Conversation:
         if described:
             # "the paper on LLM planning" describes which paper is meant: one cited in
             # this conversation only if the description names it, else a new search.
-            named = [e for e in self.entries.values() if e.name != "this paper"
+            named = [e for e in self.entries.values() if not e.label.endswith("…")
                      and e.label.lower() in described.group(1).lower()]
             return (_with_labels(question, named), named) if named else (question, None)
         if cited and _PLURAL.search(question):

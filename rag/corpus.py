@@ -19,12 +19,11 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import formats
+from . import formats, labels
 from .errors import InputError
 from .formats import Record, Skip
 from .records import Entry, Source
 from .safety import strip_control
-from .text import MODIFIER
 
 SUFFIXES = (".txt", ".jsonl", ".json", ".csv", ".bib", ".ris")
 # An entry far longer than an abstract is a whole paper or a broken file: cut it.
@@ -173,47 +172,5 @@ def _entry(path: str, ordinal: int, text: str, **meta: str) -> Entry:
     # Identity is the file key plus the text: unchanged abstracts keep their id across
     # runs (and across moves within a file), an edited abstract gets a new one.
     digest = hashlib.sha256(f"{path}\0{text}".encode()).hexdigest()[:16]
-    label = meta.get("title") or method_name(text) or first_words(text)
+    label = labels.label(text, meta.get("title", ""))
     return Entry(id=digest, label=label, text=text, source=Source(path, ordinal), **meta)
-
-
-# Acronyms of fields, not of methods: never a label.
-_GENERIC = frozenset("""
-LLM LLMs MLLM MLLMs ML AI RL DRL NLP GNN GNNs CNN CNNs RNN RNNs PDE PDEs ODE ODEs SOTA
-NOs NO DNN DNNs MDP MDPs POMDP GPU GPUs CPU API APIs LM LMs VLM VLMs SGD KL OOD IID
-ReLU PII RNA DNA
-""".split())
-_CUE = re.compile(r"\b(propose|proposes|introduce|introduces|present|presents|develop|"
-                  r"develops|called|named|dubbed|termed|coined)\b", re.I)
-_NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
-
-
-def _is_name(tok: str) -> bool:
-    if MODIFIER.search(tok):
-        return False
-    upper = sum(c.isupper() for c in tok)
-    return (upper >= 2 or (upper == 1 and any(c.isdigit() for c in tok) and len(tok) > 2)
-            or (upper == 1 and not tok[0].isupper())) and tok not in _GENERIC and len(tok) >= 3
-
-
-def method_name(text: str) -> str:
-    """The name of the method an abstract introduces ("BiLLM"), or ''."""
-    for cue in _CUE.finditer(text):
-        tail = text[cue.end(): cue.end() + 160]
-        tail = re.split(r"[.;]\s", tail)[0]
-        # "Cross-Task Linearity (CTL)": the acronym in brackets is the name.
-        bracket = re.search(r"\(([A-Za-z][A-Za-z0-9\-]{1,14})\)", tail[:110])
-        if bracket and _is_name(bracket.group(1)):
-            return bracket.group(1)
-        names = [m for m in _NAME.finditer(tail) if _is_name(m.group(0))]
-        if names:
-            name = names[0].group(0)
-            # "TIME WEAVER": an all-caps name continues over following all-caps words.
-            more = re.match(r"(?:\s+[A-Z][A-Z0-9\-]+\b)+", tail[names[0].end():])
-            return name + more.group(0) if name.isupper() and more else name
-    return ""
-
-
-def first_words(text: str, n: int = 6) -> str:
-    ws = text.split()
-    return " ".join(ws[:n]).rstrip(",.;:") + ("…" if len(ws) > n else "")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from .labels import is_name
+
 
 @dataclass(frozen=True)
 class Source:
@@ -93,9 +95,9 @@ class Entry:
 
     @property
     def name(self) -> str:
-        """How a sentence can name the paper: its title or method name; a label made
-        of the abstract's first words (they end in "…") names nothing."""
-        return "this paper" if self.label.endswith("…") else self.label
+        """How a sentence can name the paper: its title or method name; a label that
+        names its subject ("watermark stealing") or opening words cannot."""
+        return self.label if self.label == self.title or is_name(self.label) else "this paper"
 
     @property
     def title_key(self) -> str:

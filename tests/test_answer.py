@@ -134,7 +134,7 @@ def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
                              "Cerebras hardware?", "It is 3.")
     assert ans.refused and model.prompts == []
     assert "Sparse-IFT" in ans.cited[1].text
-    assert ans.text == "The abstract of this paper does not report Cerebras [1]."
+    assert ans.text == "The abstract of Sparse-IFT does not report Cerebras [1]."
 
 
 def test_sizes_and_embedded_which_are_not_near_misses(answer_with):

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from rag.config import DEFAULT_SEEDS
-from rag.corpus import CorpusFile, discover, method_name, read_file
+from rag.corpus import CorpusFile, discover, read_file
 from rag.errors import InputError
+from rag.labels import label, method_name, subject
 
 
 def _read(path: Path):
@@ -31,6 +32,21 @@ def test_labels_name_the_method_the_abstract_introduces():
     labels = {e.label for f in discover([DEFAULT_SEEDS])[0] for e in read_file(f).entries}
     assert {"BiLLM", "AnyTool", "DiCo", "clawNOs", "MAgg", "RICE"} <= labels
     assert method_name("We study a thing in general.") == ""
+
+
+def test_untitled_entries_are_labelled_by_their_subject_never_opening_words():
+    entries = [e for f in discover([DEFAULT_SEEDS])[0] for e in read_file(f).entries]
+    assert not [e.label for e in entries if e.label.endswith("…")]
+    labels = {e.label: e for e in entries}
+    assert {"watermark stealing", "online cascade learning", "Feedback Alignment",
+            "Restless multi-armed bandits", "Classifier-Free Guidance"} <= set(labels)
+    # A subject is not a name: sentences say "this paper", not "watermark stealing shows …".
+    assert labels["watermark stealing"].name == "this paper" and labels["BiLLM"].name == "BiLLM"
+    assert subject("Prior works focused on *offline learning*, while we study *online "
+                   "cascade learning* here.") == "online cascade learning"
+    assert subject("We optimize pipeline parallelism for inference by partitioning graphs. "
+                   "Pipeline parallelism is hard.") == "pipeline parallelism for inference"
+    assert label("Short.") == "Short" and label("One two three four five six seven.").endswith("…")
 
 
 def test_ids_are_stable_and_change_with_the_text():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from .labels import is_name
+from . import labels
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class Entry:
     def name(self) -> str:
         """How a sentence can name the paper: its title or method name; a label that
         names its subject ("watermark stealing") or opening words cannot."""
-        return self.label if self.label == self.title or is_name(self.label) else "this paper"
+        return self.label if self.label == self.title or labels.is_name(self.label) else "this paper"
 
     @property
     def title_key(self) -> str:
@@ -124,6 +124,8 @@ class Entry:
         fields = {k: str(meta.get(k, "") or "") for k in
                   ("label", "title", "venue", "authors", "year", "url", "doi", "key", "kind",
                    "pages", "volume", "publisher")}
+        if fields["label"].endswith("…") and not fields["title"]:
+            fields["label"] = labels.label(text)  # stored before labels named subjects
         return cls(id=id, text=text, source=Source(str(meta["path"]), int(meta["ordinal"])),
                    **fields)
 

@@ -1,0 +1,83 @@
+"""What each sentence of an abstract does: background, contribution, method, result
+or other (links, organisation).
+
+Answers say what a paper contributes and what it found, and leave background and
+code links out unless asked (issue #14); reviews and the research table put the
+contribution and the result in their columns. A linear model over the sentence's
+words and its place in the abstract reads this; it is trained here on the roles the
+synthetic judge data carries (training/roles/train.py, model card in
+rag/roles_model/MODEL_CARD.md) and runs in microseconds with numpy alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .text import URL
+
+ROLES = ("background", "contribution", "method", "result", "other")
+MODEL_FILE = Path(__file__).parent / "roles_model" / "roles.json"
+
+_TOKEN = re.compile(r"[a-z]+(?:-[a-z]+)*|\d+(?:\.\d+)?%?|[$×%]")
+_NUMBER = re.compile(r"^\d")
+_ASIDE_CUE = re.compile(r"https?://|www\.|github|\b(?:code|codes|data(?:set)?s? (?:is|are) (?:publicly )?available|"
+                        r"available at|project page|website|released?|organi[sz]ed as follows)\b", re.I)
+_WE_VERB = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+)*"
+                      r"(\w+?)(?:s|es|ed|d)?\b")
+
+
+def features(sentence: str, i: int, n: int) -> list[str]:
+    """Words, word pairs and where the sentence stands: what abstracts mark each part
+    with ("we propose", "outperforms", "recent years", "github")."""
+    toks = ["<num>" if _NUMBER.match(t) else t for t in _TOKEN.findall(sentence.lower())]
+    out = [f"w:{t}" for t in toks] + [f"b:{a} {b}" for a, b in zip(["<s>"] + toks, toks)]
+    # What the authors do ("we introduce", "we show that"), past any adverbs.
+    out += [f"we:{m.group(1)}" for m in _WE_VERB.finditer(sentence.lower())]
+    rel = i / max(n - 1, 1)
+    out += [f"pos:{min(int(rel * 5), 4)}", f"first:{i == 0}", f"last:{i == n - 1}",
+            f"url:{bool(URL.search(sentence))}"]
+    return out
+
+
+class Tagger:
+    def __init__(self, model_file: Path = MODEL_FILE):
+        data = json.loads(model_file.read_text(encoding="utf-8"))
+        self.roles = tuple(data["roles"])
+        self.vocab = {f: i for i, f in enumerate(data["features"])}
+        self.weights = np.asarray(data["weights"], dtype=np.float32)  # (features, roles)
+        self.bias = np.asarray(data["bias"], dtype=np.float32)
+
+    def probabilities(self, sentences: list[str]) -> np.ndarray:
+        """(sentences, roles) probabilities, in the order of :data:`ROLES`."""
+        n = len(sentences)
+        z = np.tile(self.bias, (n, 1))
+        for i, s in enumerate(sentences):
+            idx = [self.vocab[f] for f in set(features(s, i, n)) if f in self.vocab]
+            if idx:
+                z[i] += self.weights[idx].sum(axis=0)
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def tag(self, sentences: list[str]) -> list[str]:
+        """The most probable role of each sentence; "other" (left out of answers) only
+        for a sentence that speaks of code, data or a link, since a result read as
+        "other" would be lost."""
+        if not sentences:
+            return []
+        p = self.probabilities(sentences)
+        other = self.roles.index("other")
+        for i, s in enumerate(sentences):
+            if not _ASIDE_CUE.search(s):
+                p[i, other] = 0.0
+        return [self.roles[j] for j in p.argmax(axis=1)]
+
+
+@lru_cache(maxsize=1)
+def tagger() -> Tagger:
+    return Tagger()

@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import compare
+from . import compare, roles
 from .index import Index
 from .judge import CLAIM, QUESTION, Judge, Reading
 from .llm import ChatModel
@@ -39,7 +39,7 @@ from .prompts import Prompts, fence
 from .query import Query, check_length
 from .records import Entry, Hit
 from .safety import strip_control, suspicious
-from .text import STOPWORDS, URL, content_words, sentences, specific_terms, tokens, words
+from .text import STOPWORDS, URL, content_words, is_survey, sentences, specific_terms, tokens, words
 from .verify import NUMBER, copied, invented, missing_terms, names
 
 # Retrieval score under which an entry is not worth reading: far below any
@@ -60,6 +60,7 @@ CONTEXT_TOKENS = 200  # of abstract text per evidence call: prefill is the laten
 ANSWER_TOKENS = 72
 FRAME_TOKENS = 24  # the chat template's role markers around the two messages (14 for SmolLM2)
 MIN_CONTEXT_TOKENS = 32  # of abstract text below which a call is not worth making
+QUOTE_WORDS = 60  # a longer quoted sentence is cut at a clause boundary
 SAME_SENTENCE = 0.9  # cosine above which two sentences say the same
 SAME_WORDS = 0.75  # share of a quote's content words above which a statement repeats it
 MIN_NOVEL_WORDS = 3  # content words a claim must add to the question
@@ -84,11 +85,13 @@ SURVEY = Plan(read=10, most=6, quotes=1)
 class Sentence:
     text: str
     cites: list[int]
-    status: str  # "verified" | "quoted" | "uncited"
+    status: str  # "verified" | "quoted" | "uncited" | "lead" (lists the papers, marks inline)
 
     def render(self, marks: str | None = None) -> str:
         """The sentence with its citation marks (``[1] [2]`` unless given, e.g.
         pandoc's ``[@key]``); quoted source sentences in quotation marks."""
+        if self.status == "lead":
+            return self.text
         marks = " " + marks if marks else "".join(f" [{n}]" for n in self.cites)
         if not marks:
             return self.text
@@ -222,6 +225,7 @@ class Answerer:
         self.judge = judge or Judge()
         self._sentences: dict[str, list[str]] = {}
         self._withheld: dict[str, list[str]] = {}
+        self._roles: dict[str, list[str]] = {}
         self._fit: tuple[tuple[str, str], np.ndarray] = (("", ""), np.zeros(0))
 
     def sentences(self, entry: Entry) -> list[str]:
@@ -234,6 +238,12 @@ class Answerer:
             self._withheld[entry.id] = [s for s in every if suspicious(s)]
             self._sentences[entry.id] = [s for s in every if not suspicious(s)]
         return self._sentences[entry.id]
+
+    def roles(self, entry: Entry) -> list[str]:
+        """The role of each of :meth:`sentences` (rag/roles.py)."""
+        if entry.id not in self._roles:
+            self._roles[entry.id] = roles.tagger().tag(self.sentences(entry))
+        return self._roles[entry.id]
 
     def withheld(self, entry: Entry) -> list[str]:
         """The entry's sentences that address a reader or a model (rag/safety.py)."""
@@ -271,6 +281,14 @@ class Answerer:
     def analyse(self, question: str, search: str | None = None) -> Query:
         return Query.analyse(question, search)
 
+    def on_topic(self, topic: str, entries: list[Entry]) -> list[Entry]:
+        """Those of ``entries`` that a "Which papers study TOPIC?" answer would keep
+        (chat narrowing: "only the protein ones"); TOPIC may be such a question."""
+        q = self.analyse(topic if is_survey(topic) else f"Which papers study {topic}?")
+        hits, _ = self.readable(self.index.score_entries(q.search, entries))
+        readings = self.read(QUESTION, q.text, [h.entry for h in hits])
+        return [h.entry for h, _ in self.select(q, hits, readings, most=len(hits))]
+
     def select(self, q: Query, hits: list[Hit], readings: list[Reading],
                most: int | None = None) -> list[tuple[Hit, float]]:
         """The entries that answer ``q`` with their fused probability, best first: for a
@@ -285,12 +303,16 @@ class Answerer:
     def ask(self, question: str, k: int | None = None, *, query: str | None = None,
             only: list[Entry] | None = None, number: Callable[[Entry], int] | None = None,
             on_token: Callable[[str], None] | None = None,
-            on_sentence: Callable[[Sentence], None] | None = None) -> Answer:
+            on_sentence: Callable[[Sentence], None] | None = None,
+            on_step: Callable[[str], None] | None = None) -> Answer:
         """Answer ``question``. ``query`` is what retrieval searches for (a chat turn
         rewritten to stand alone); ``only`` restricts the evidence to given entries
         ("compare [1] and [3]"); ``number`` gives each cited entry its citation
-        number (a conversation keeps them stable), by default 1, 2, ... in order."""
+        number (a conversation keeps them stable), by default 1, 2, ... in order.
+        ``on_step`` names each step as it starts ("searching", "reading [1] BiLLM")."""
         check_length(question)
+        step = on_step or (lambda label: None)
+        step("searching")
         t0, judged = time.perf_counter(), self.judge.seconds
         ans = Answer(question=question)
         q = self.analyse(question, query)
@@ -314,6 +336,7 @@ class Answerer:
 
         pool = ans.retrieved if only else [h for h in ans.retrieved[:plan.read] if h.score >= REFUSE_BELOW]
         pool, ans.withheld = self.readable(pool)
+        step(f"reading {len(pool)} entries")
         readings = self.read(QUESTION, q.text, [h.entry for h in pool])
         kept = [(h, 1.0) for h in pool] if only else self.select(q, pool, readings)
         read = {h.entry.id: r for h, r in zip(pool, readings)}
@@ -356,9 +379,18 @@ class Answerer:
                 if on_token:
                     on_token(tok)
 
+            if q.survey and len(kept) > 1 and not only:
+                # "Which papers ...?": which ones first, then what each says.
+                named = [f"{strip_control(h.entry.label)[0]} [{num(h.entry)}]" for h, _ in kept]
+                for h, _ in kept:
+                    ans.cited[num(h.entry)] = h.entry
+                emit(Sentence(f"{len(kept)} entries in the collection answer this: "
+                              f"{', '.join(named[:-1])} and {named[-1]}.",
+                              [num(h.entry) for h, _ in kept], "lead"))
             try:
                 for i, (hit, _) in enumerate(kept):
                     n = num(hit.entry)
+                    step(f"answering from [{n}] {hit.entry.label}")
                     quotes = plan.quotes if i == 0 or only else 1
                     for s in self.evidence(hit.entry, n, q, quotes, token):
                         ans.cited[n] = hit.entry
@@ -466,6 +498,36 @@ class Answerer:
             out.append(self.judge.read(CLAIM, claim, [(self._name(entry), sents)])[0].answers >= SUPPORTED)
         return out
 
+    def relevant(self, entry: Entry, q: Query, fit: np.ndarray) -> list[int]:
+        """The entry's sentences best first for the question by the judge, without
+        its background and links unless the question asks for them (all of them
+        when that leaves none)."""
+        role = self.roles(entry)
+        ranked = sorted(range(len(fit)), key=lambda i: (-fit[i], i))
+        return [i for i in ranked if role[i] not in _ASIDE or role[i] in q.wants] or ranked
+
+    def quotes(self, entry: Entry, q: Query, ranked: list[int], most: int) -> list[int]:
+        """Which sentences to quote, in the order a reader wants them: what the paper
+        contributes, then how, then what it found. A question after the paper as a
+        whole gets its contribution and its main result (one with a figure when the
+        abstract gives one); any other gets the sentences the judge ranks highest (a
+        fixed number, not those above a threshold: it rates paraphrases low)."""
+        role = self.roles(entry)
+        if most <= 0:
+            return []
+        picked: list[int] = []
+        if q.overview or q.survey:
+            sents = self.sentences(entry)
+            wanted = ("contribution", "result") if q.overview and most > 1 else ("contribution",)
+            for want in wanted:
+                have = [i for i in ranked if role[i] == want]
+                if want == "result":
+                    have = [i for i in have if _FIGURE.search(sents[i])] or have
+                if have:
+                    picked.append(have[0])
+        picked += [i for i in ranked if i not in picked][:max(0, most - len(picked))]
+        return picked[:most]
+
     def evidence(self, entry: Entry, n: int, q: Query, quotes: int,
                  on_token: Callable[[str], None] | None = None,
                  prompt: tuple[str, dict[str, str]] = ("evidence.user", {})) -> list[Sentence]:
@@ -475,7 +537,7 @@ class Answerer:
         template and any values it needs beyond the abstract and the question."""
         sents = self.sentences(entry)
         fit = self.fit(q.text, entry)
-        ranked = sorted(range(len(sents)), key=lambda i: (-fit[i], i))
+        ranked = self.relevant(entry, q, fit)
         name, extra = prompt
         values = {"question": q.text} | extra
         needed = {k: v for k, v in values.items() if "{" + k + "}" in self.prompts.templates[name]}
@@ -507,14 +569,24 @@ class Answerer:
         if kept:  # embedded only to tell repeats apart
             for claim, vec in zip(kept, self.index.embedder.encode(kept)):
                 add(claim, vec, "verified")
-        # The sentences the judge ranks highest for the question: a fixed number, not
-        # those above a threshold, since it rates paraphrased questions low.
-        picked = ranked[:max(quotes, 0 if out else 1)]
+        picked = self.quotes(entry, q, ranked, max(quotes, 0 if out else 1))
         if picked:
-            vecs = self.index.embedder.encode([sents[i] for i in sorted(picked)])
-            for i, vec in zip(sorted(picked), vecs):
-                add(sents[i], vec, "quoted")
-        return out
+            vecs = self.index.embedder.encode([sents[i] for i in picked])
+            for i, vec in zip(picked, vecs):
+                # Verbatim, unless far longer than a sentence should be (then cut, "…").
+                text = sents[i] if len(sents[i].split()) <= QUOTE_WORDS else compare.cut(sents[i], QUOTE_WORDS)
+                add(text, vec, "quoted")
+        if not (q.overview or q.survey):
+            return out  # the answer to the question first
+        # About the paper as a whole: statements are the source's words, trimmed, and
+        # each goes where its sentence goes in the reading order (contribution,
+        # method, result).
+        return sorted(out, key=lambda st: self._place(entry, st.text))
+
+    def _place(self, entry: Entry, text: str) -> tuple[int, int]:
+        sents, role = self.sentences(entry), self.roles(entry)
+        i = max(range(len(sents)), key=lambda j: _overlap(sents[j], text) * _overlap(text, sents[j]))
+        return _READING_ORDER.index(role[i]), i
 
 
 
@@ -542,6 +614,11 @@ _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:wh
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")
 _QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Where Why Who".split())
+
+# Roles of sentences quoted only when the question asks for them, and the order in
+# which an answer says the rest.
+_ASIDE = ("background", "other")
+_READING_ORDER = ("contribution", "method", "result", "background", "other")
 
 _FILLER = frozenset("answer question abstract paper author discuss discusse highlight "
                     "provide describe mention state".split())

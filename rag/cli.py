@@ -85,7 +85,7 @@ def common(fn):
             overrides |= {k: kwargs.pop(k) for k in ("model", "llm_url", "llm_model") if k in kwargs}
             return fn(*args, settings=_settings(overrides), as_json=as_json, **kwargs)
         except RagError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
             sys.exit(e.exit_code)
         except KeyboardInterrupt:
             err.print("interrupted")
@@ -465,21 +465,34 @@ def print_answer_plain(ans, heading: str = "") -> None:
 def print_answer_live(ask, question: str, *args):
     """Stream the model's draft on a terminal; print each verified sentence as it is
     settled, then the references. ``ask`` is Answerer.ask or Conversation.ask."""
+    from rich.console import Group
     from rich.live import Live
+    from rich.spinner import Spinner
 
     draft: list[str] = []
-    with Live(Text(""), console=out, transient=True, refresh_per_second=12,
+    # Something shows at once and names the step under way: searching, reading the
+    # entries, answering from [1] BiLLM (the model's draft streams below it).
+    spinner = Spinner("dots", Text("searching…", style="dim"))
+    with Live(spinner, console=out, transient=True, refresh_per_second=12,
               auto_refresh=out.is_terminal) as live:
+        def show() -> None:
+            text = safe("".join(draft)[-400:])
+            live.update(Group(spinner, Text(text, style="dim italic")) if text else spinner)
+
+        def on_step(label: str) -> None:
+            spinner.update(text=Text(safe(label) + "…", style="dim"))
+            show()
+
         def on_token(tok: str) -> None:
             draft.append(tok)
-            live.update(Text(safe("".join(draft)[-400:]), style="dim italic"))
+            show()
 
         def on_sentence(sentence) -> None:
             draft.clear()
-            live.update(Text(""))
+            show()
             live.console.print(Markdown(safe(sentence.render())))
 
-        result = ask(question, *args, on_token=on_token, on_sentence=on_sentence)
+        result = ask(question, *args, on_token=on_token, on_sentence=on_sentence, on_step=on_step)
     ans = getattr(result, "answer", result)
     if ans.table:
         out.print(Markdown(safe(ans.table_markdown())))
@@ -651,7 +664,7 @@ def chat(k, settings, as_json):
             print_withheld(turn.answer.withheld, turn.answer.cited, state["debug"])
             out.print()
         except RagError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         except KeyboardInterrupt:
             out.print("[yellow](stopped)[/]")
 
@@ -737,32 +750,37 @@ def evaluate(questions, retrieval_only, split, k, settings, as_json):
     \b
     Example:
       rag eval eval/questions.jsonl --split test"""
-    from .evaluate import Scores, answer_metrics, load_questions, retrieval_metrics
+    from .evaluate import Scores, answer_metrics, is_dialogues, load_dialogues, load_questions, retrieval_metrics
 
-    qs = load_questions(questions, split)
-    if retrieval_only:
-        index = _open_index(settings)
-        index.ensure_ingested()
-        answerer = None
+    if is_dialogues(questions):
+        if retrieval_only:
+            raise UsageError("conversations are scored on their answers; drop --retrieval-only")
+        table = _evaluate_dialogues(load_dialogues(questions, split), k, settings, as_json)
     else:
-        answerer = _answerer(settings)
-        index = answerer.index
-    table = Scores()
-    with progress_bar("evaluating", not as_json) as cb:
-        cb.get("start", lambda n: None)(len(qs))
-        for q in qs:
-            if answerer:
-                ans = answerer.ask(q.question, k)
-                hits, metrics = ans.retrieved, answer_metrics(q, ans)
-            else:
-                from .answer import REFUSE_BELOW
+        qs = load_questions(questions, split)
+        if retrieval_only:
+            index = _open_index(settings)
+            index.ensure_ingested()
+            answerer = None
+        else:
+            answerer = _answerer(settings)
+            index = answerer.index
+        table = Scores()
+        with progress_bar("evaluating", not as_json) as cb:
+            cb.get("start", lambda n: None)(len(qs))
+            for q in qs:
+                if answerer:
+                    ans = answerer.ask(q.question, k)
+                    hits, metrics = ans.retrieved, answer_metrics(q, ans)
+                else:
+                    from .answer import REFUSE_BELOW
 
-                hits = index.search(q.question, max(k or 10, 10))
-                metrics = {"declined": float(not hits or hits[0].score < REFUSE_BELOW)}
-            if q.gold:
-                metrics |= retrieval_metrics(q, index.search(q.question, 10) if answerer else hits)
-            table.add(q, metrics)
-            cb.get("advance", lambda n: None)(1)
+                    hits = index.search(q.question, max(k or 10, 10))
+                    metrics = {"declined": float(not hits or hits[0].score < REFUSE_BELOW)}
+                if q.gold:
+                    metrics |= retrieval_metrics(q, index.search(q.question, 10) if answerer else hits)
+                table.add(q, metrics)
+                cb.get("advance", lambda n: None)(1)
     summary = table.summary()
     if as_json:
         click.echo(json.dumps({"questions": str(questions), "split": split, "metrics": summary}))
@@ -776,6 +794,37 @@ def evaluate(questions, retrieval_only, split, k, settings, as_json):
     for g, row in summary.items():
         t.add_row(g, str(row["n"]), *(f"{row[c]:.3f}" if c in row else "" for c in cols))
     out.print(t)
+
+
+def _evaluate_dialogues(dialogues, k, settings, as_json):
+    """Each conversation through one chat :class:`Conversation`, every turn scored
+    against its own gold; turns that miss are listed (on stderr) for reading."""
+    from .chat import Conversation
+    from .evaluate import Scores, answer_metrics
+
+    answerer = _answerer(settings)
+    table = Scores()
+    with progress_bar("conversations", not as_json) as cb:
+        cb.get("start", lambda n: None)(sum(len(d.turns) for d in dialogues))
+        for d in dialogues:
+            conv = Conversation(answerer, k=k)
+            for q in d.turns:
+                try:
+                    ans = conv.ask(q.question).answer
+                except UsageError as e:  # "[3]" when the conversation cited two papers
+                    err.print(escape(f"{q.id}: {e}"), highlight=False)
+                    table.add(q, {"declined": 1.0, "citation_recall": 0.0} if q.gold else {"declined": 1.0})
+                    cb.get("advance", lambda n: None)(1)
+                    continue
+                metrics = answer_metrics(q, ans)
+                table.add(q, metrics)
+                if metrics.get("citation_recall", 1.0) < 1 or metrics.get("citation_precision", 1.0) < 1 \
+                        or bool(q.gold) == bool(ans.refused):
+                    cited = ", ".join(f"{e.source.path[:3]}#{e.source.ordinal}" for e in ans.cited.values())
+                    gold = ", ".join(f"{p[:3]}#{o}" for p, o in sorted(q.gold)) or "none"
+                    err.print(escape(f"{q.id} {q.question!r}: cited {cited or 'none'}; wanted {gold}"), highlight=False)
+                cb.get("advance", lambda n: None)(1)
+    return table
 
 
 if __name__ == "__main__":

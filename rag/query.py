@@ -7,10 +7,30 @@ needs from one :class:`Query`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .errors import UsageError
 from .text import is_survey, specific_terms
+
+# What a question asks beyond what a paper does and found: its motivation or the
+# problem it addresses, or its code and links. Answers leave those parts out
+# otherwise (rag/roles.py tells them apart).
+_WANTS = {
+    "background": re.compile(r"\b(?:why|motivat\w*|background|problems?|challenges?|limitations?|"
+                             r"gaps?|prior work|previous work|existing (?:methods|work|approaches)|"
+                             r"context|issues?|shortcomings?|difficult\w*)\b", re.I),
+    "other": re.compile(r"\b(?:code|github|repository|repo|url|link|website|project page|"
+                        r"released?|available|open[- ]source\w*|download\w*)\b", re.I),
+}
+# "What is BiLLM?", "What does RICE do?", "Tell me about AnyTool": the paper as a
+# whole, answered by what it contributes and then what it found.
+_OVERVIEW = re.compile(r"^\s*(?:what(?:'s| is| are| was)\s+(?!the (?:[\w-]+ ){1,3}(?:of|on|for|in|between)\b)[^?,]{1,60}\??$|"
+                       r"what (?:does|did|do) .{1,60} (?:do|propose|introduce|present|contribute|show|"
+                       r"find|achieve|offer)\b|tell me (?:more )?about|summari[sz]e|describe|explain|"
+                       r"give (?:me )?an overview|what(?:'s| is| are) (?:the )?(?:main |key )?"
+                       r"(?:idea|contribution|point|finding|result|takeaway)s?\b|how (?:does|do) .{1,60} work\b)",
+                       re.I)
 
 
 @dataclass(frozen=True)
@@ -19,6 +39,8 @@ class Query:
     search: str  # what retrieval searches for: a chat turn rewritten to stand alone
     survey: bool  # after every paper on a topic, not after one paper
     specifics: frozenset[str]  # numbers, acronyms and names it gives
+    wants: frozenset[str] = frozenset()  # "background", "other": parts asked for
+    overview: bool = False  # after a paper as a whole ("What is BiLLM?")
 
     @classmethod
     def analyse(cls, text: str, search: str | None = None) -> "Query":
@@ -26,7 +48,9 @@ class Query:
         # caches it, and no other stage reads one.
         text = " ".join(text.split())
         return cls(text=text, search=search or text, survey=is_survey(text),
-                   specifics=frozenset(specific_terms(text)))
+                   specifics=frozenset(specific_terms(text)),
+                   wants=frozenset(role for role, cue in _WANTS.items() if cue.search(text)),
+                   overview=bool(_OVERVIEW.search(text)))
 
 
 # A question or a review topic longer than this is a pasted document, not a

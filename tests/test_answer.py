@@ -261,3 +261,33 @@ def test_a_statement_is_accepted_only_as_the_sources_own_words_trimmed():
     assert not copied("X degrades robustness.", src)
     assert not copied("BiLLM does not outperform GPTQ on LLaMA.", src)
     assert not copied("X improves accuracy by 3 points and robustness.", src)
+
+
+def test_steps_are_named_before_the_model_is_called(seeded_index):
+    model, steps, first_token_at = FakeModel("It is 3."), [], []
+    Answerer(seeded_index, model, load()).ask(
+        BILLM_Q, on_step=steps.append, on_token=lambda t: first_token_at.append(len(steps)) if not first_token_at else None)
+    assert steps[0] == "searching" and steps[1].startswith("reading ")
+    assert any(s.startswith("answering from [1] BiLLM") for s in steps[:first_token_at[0]])
+
+
+def test_overview_answer_gives_contribution_then_result_without_background_or_links(answer_with):
+    # A reply with nothing verifiable: the answer is the quotes alone.
+    ans, _ = answer_with("What is online cascade learning and what does it achieve?", "It is good.")
+    from rag.roles import tagger
+    quoted = [s.text.rstrip(" …") for s in ans.sentences if s.status == "quoted" and s.cites == [1]]
+    source = ans.cited[1]
+    assert "online cascade learning" in source.text and len(quoted) >= 2
+    sents = [x for x in __import__("rag.text", fromlist=["sentences"]).sentences(source.text)]
+    roles = dict(zip(sents, tagger().tag(sents)))
+    got = [next(r for s, r in roles.items() if q in s) for q in quoted]
+    assert got[0] == "contribution" and "result" in got
+    assert not {"background", "other"} & set(got)
+    assert any(re.search(r"\d", q) for q in quoted[1:])  # the result with its figure
+
+
+def test_code_links_are_quoted_only_when_asked(answer_with):
+    ans, _ = answer_with("Where can I find the code of the morph-tokens work?", "It is good.")
+    assert any("github.com" in s.text for s in ans.sentences)
+    ans, _ = answer_with("What are morph-tokens?", "It is good.")
+    assert not any("github.com" in s.text for s in ans.sentences)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import compare
-from .answer import Answer, Answerer
+from .answer import SURVEY, Answer, Answerer
 from .errors import UsageError
 from .query import check_length
+from .text import is_survey
 from .records import Entry
 
 _BRACKET = re.compile(r"\[(\d+)\]|\b(?:paper|entry|reference|ref|source)\s+#?(\d+)\b", re.I)
@@ -31,10 +32,52 @@ _SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {_NOUN}|the authors)\
 _PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|both)\b", re.I)
 _FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)
 _WH = re.compile(r"^\s*(what|which|who|how|why|when|where|is|are|does|do|can|could|tell|list|show|explain)\b", re.I)
-_NARROW = re.compile(r"^\s*(only|just)\b(.*)$", re.I)
-_DESCRIBED = re.compile(rf"\b(?:the|a|that) {_NOUN}s? (?:on|about|that|which|for|proposing|"
-                       rf"introducing|studying|using|with) (.+)", re.I)
+# "only the protein ones", "just the theoretical ones", "narrow that to the value-based
+# ones": the previous results on a sub-topic; "leave out the image one": without it.
+_NARROW = re.compile(r"^\s*(?:only|just|narrow (?:it|that|this|them|these)?\s*(?:down )?to)\b(.*)$", re.I)
+_EXCLUDE = re.compile(r"^\s*(?:leave out|exclude|drop|remove|ignore|skip|not|without|except(?: for)?)\b(.*)$", re.I)
+# A paper described rather than pointed at: "the paper on LLM planning", "the one
+# giving a theoretical explanation of …", "the RICE paper", "the satellite one".
+_DESCRIBED = re.compile(rf"\b(?:the|a|that) {_NOUN}s? (?:on|about|that|which|for|proposing|introducing|"
+                       rf"studying|using|with|where|\w+ing)\s+(.+)", re.I)
+_NAMED_BEFORE = re.compile(rf"\bthe ((?:[\w-]+ ){{1,4}}?){_NOUN}\b", re.I)
+_NOT_A_DESCRIPTION = frozenset("""first second third fourth fifth last other same previous above
+former latter next new this that these those proposed main whole original cited mentioned said
+underlying their its your our""".split())
 _COMPARE = re.compile(r"^\s*(?:compare|contrast|how (?:do|does) .* (?:differ|compare))\b", re.I)
+# What is left of "only the ones about best-arm identification" once the frame goes.
+_SUBTOPIC_FRAME = re.compile(rf"^(?:\s*(?:the|ones?|{_NOUN}s?|that|which|are|is|about|on|dealing with|"
+                             rf"deal with|related to|concerning|with|using|for|in|of)\b)+", re.I)
+
+
+def _subtopic(text: str) -> str:
+    core = _SUBTOPIC_FRAME.sub("", text.strip(" .?!"))
+    return re.sub(rf"\s+(?:{_NOUN}s?)$", "", core.strip(" .?!"), flags=re.I).strip()
+
+
+def _description(question: str) -> str | None:
+    """What a question says to pick out a paper ("on LLM planning", "RICE"), if it
+    describes one."""
+    found = _DESCRIBED.search(question)
+    if found:
+        return found.group(1)
+    for m in _NAMED_BEFORE.finditer(question):
+        words = m.group(1).split()
+        if not _NOT_A_DESCRIPTION.intersection(w.lower() for w in words):
+            return m.group(1).strip()
+    return None
+
+
+def _names(description: str, entry: Entry) -> bool:
+    """Whether a description names the entry: its label among the description's
+    words, or every word of the description in the label ("the satellite one")."""
+    if entry.label.endswith("…"):
+        return False
+    label, said = entry.label.lower(), description.lower()
+    if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", said):
+        return True
+    words = [w for w in re.findall(r"[\w-]+", said) if w not in _NOT_A_DESCRIPTION and len(w) > 2]
+    return bool(words) and len(words) <= 3 and all(re.search(rf"\b{re.escape(w)}", label) for w in words)
 
 
 @dataclass
@@ -53,6 +96,7 @@ class Conversation:
     turns: list[Turn] = field(default_factory=list)
     entries: dict[int, Entry] = field(default_factory=dict)  # citation number -> entry
     _numbers: dict[str, int] = field(default_factory=dict)
+    _asked: str | None = None  # what the pipeline is asked, when a fragment becomes a question
 
     def number(self, entry: Entry) -> int:
         """The entry's citation number in this conversation (assigned once)."""
@@ -92,35 +136,51 @@ class Conversation:
                                  f"use [n] to name one of {', '.join(f'[{self.number(e)}]' for e in cited)}")
             only = [cited[i - 1 if i > 0 else -1]]
             return _with_labels(question, only), only
-        narrow = _NARROW.match(question)
         searched = next((t for t in reversed(self.turns) if t.searched), None)
-        if narrow and searched and searched.answer.retrieved:
-            query = f"{narrow.group(2).strip()} {searched.query}"
-            pool = [h.entry for h in searched.answer.retrieved]
-            hits = self.answerer.index.score_entries(narrow.group(2).strip() or query, pool)
-            best = max((h.score for h in hits), default=0.0)
-            only = [h.entry for h in hits if h.score >= best * 0.5] or None
-            return query, only
-        described = _DESCRIBED.search(question)
+        narrow, exclude = _NARROW.match(question), _EXCLUDE.match(question)
+        if (narrow or exclude) and searched and searched.answer.retrieved:
+            sub = _subtopic((narrow or exclude).group(1))
+            if narrow:
+                pool = [h.entry for h in searched.answer.retrieved]
+                only = self.answerer.on_topic(sub, pool) if sub else []
+                return f"{sub} {searched.query}", only or None
+            drop = {e.id for e in self.answerer.on_topic(sub, cited)} if sub and cited else set()
+            only = [e for e in cited if e.id not in drop]
+            return searched.query, only or None
+        described = _description(question)
         if described:
-            # "the paper on LLM planning" describes which paper is meant: one cited in
-            # this conversation only if the description names it, else a new search.
-            named = [e for e in self.entries.values() if not e.label.endswith("…")
-                     and e.label.lower() in described.group(1).lower()]
+            # A described paper is one cited in this conversation only if the
+            # description names it; else it is a new search, never the last answer.
+            named = [e for e in self.entries.values() if _names(described, e)]
             return (_with_labels(question, named), named) if named else (question, None)
         if cited and _PLURAL.search(question):
             return _with_labels(question, cited), cited
         if cited and _SINGULAR.search(question):
             return _with_labels(question, cited[:1]), cited[:1]
         if _FRAGMENT.match(question) or (len(question.split()) <= 3 and not _WH.match(question)):
-            return f"{last.query} {question}", None
+            # "and for bandits?" extends the topic the user is on: the last search,
+            # not a narrowing of it.
+            base = searched or last
+            query = f"{base.query} {question}"
+            sub = _subtopic(_FRAGMENT.sub("", question))
+            if is_survey(base.question) and sub:
+                # After "Which papers use RL?", "and for bandits?" asks for the papers
+                # on both; on the new topic alone when none is on both.
+                pool = [h.entry for h in self.answerer.index.search(query, SURVEY.read)]
+                on_sub = self.answerer.on_topic(sub, pool)
+                both = self.answerer.on_topic(base.question, on_sub) if on_sub else []
+                self._asked = f"Which papers study {sub}?"
+                return query, (both or on_sub) or None
+            return query, None
         return question, None
 
     def ask(self, question: str, **callbacks) -> Turn:
         check_length(question)  # before resolving: "only ..." embeds the question
+        self._asked = None
         query, only = self.resolve(question)
         # "compare [1] and [3]" reaches the model as "compare BiLLM and AnyTool".
-        spelled = _BRACKET.sub(lambda m: self.entry(int(m.group(1) or m.group(2))).label, question)
+        spelled = self._asked or _BRACKET.sub(lambda m: self.entry(int(m.group(1) or m.group(2))).label,
+                                              question)
         answer = self.answerer.ask(spelled, self.k, query=query, only=only,
                                    number=self.number, **callbacks)
         answer.question = question

@@ -6,6 +6,11 @@ Question file: one JSON object per line,
 "multi" or "unanswerable", possibly with a suffix ("single-paraphrase"); metrics are
 reported per kind and per base kind.
 
+Conversation file (``rag eval eval/chat.jsonl``): one conversation per line,
+``{"id", "turns": [{"question", "kind", "gold"}], "split"}``; the turns are asked in
+order through one chat conversation, each scored like a question against its own
+gold. A follow-up turn's kind gets the suffix "followup" ("single-followup").
+
 Retrieval metrics: recall@1/5/10 (share of gold entries in the top n, averaged over
 questions with gold) and MRR (reciprocal rank of the first gold entry).
 
@@ -67,6 +72,44 @@ def load_questions(path: Path, split: str | None = None) -> list[Question]:
     if not qs:
         raise InputError(f"{path}: no questions{f' in split {split}' if split else ''}")
     return qs
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    id: str
+    turns: tuple[Question, ...]
+    split: str = "dev"
+
+
+def is_dialogues(path: Path) -> bool:
+    """Whether a question file holds conversations (records with "turns")."""
+    try:
+        first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()), "")
+        return "turns" in json.loads(first)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError):
+        return False  # load_questions reports what is wrong with it
+
+
+def load_dialogues(path: Path, split: str | None = None) -> list[Dialogue]:
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            turns = tuple(
+                Question(f"{d['id']}.{i}", t["kind"] + ("-followup" if i > 1 else ""), str(t["question"]),
+                         frozenset((g["path"], int(g["ordinal"])) for g in t.get("gold", [])),
+                         tuple(t.get("answer_facts", [])), str(d.get("split", "dev")))
+                for i, t in enumerate(d["turns"], 1))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{path}:{n}: not a conversation record ({e}); "
+                             "expected id and turns of question, kind, gold") from None
+        if turns and (split in (None, "all") or d.get("split", "dev") == split):
+            out.append(Dialogue(str(d["id"]), turns, str(d.get("split", "dev"))))
+    if not out:
+        raise InputError(f"{path}: no conversations{f' in split {split}' if split else ''}")
+    return out
 
 
 def retrieval_metrics(q: Question, hits: list[Hit]) -> dict[str, float]:

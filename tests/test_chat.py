@@ -61,6 +61,32 @@ def test_ordinal_and_narrowing_follow_ups(conv):
     assert {e.label for e in narrowed.answer.cited.values()} == {"MIN-UCB"}
 
 
+def test_named_and_described_papers_are_searched_for(conv):
+    conv.ask("How does RICE refine reinforcement learning agents?")
+    t = conv.ask("The satellite one - what is it arguing for?")
+    assert t.searched and "Satellite data" in {e.label for e in t.answer.cited.values()}
+    t = conv.ask("What about the BiLLM paper - how does it binarize weights?")
+    assert [e.label for e in t.answer.cited.values()] == ["BiLLM"]
+    # Described by a label cited earlier: that paper, not a new search.
+    t = conv.ask("And the RICE paper, what does it explain?")
+    assert not t.searched and [e.label for e in t.answer.cited.values()] == ["RICE"]
+
+
+def test_fragment_after_narrowing_extends_the_topic_the_user_is_on(conv):
+    conv.ask("Which papers study multi-armed bandit problems?")
+    conv.ask("only the ones about best-arm identification")
+    t = conv.ask("and using offline data?")
+    assert {e.label for e in t.answer.cited.values()} == {"MIN-UCB"}
+
+
+def test_leaving_a_paper_out_keeps_the_others(conv):
+    first = conv.ask("Which papers propose diffusion-based generative methods?")
+    before = set(first.answer.cited.values())
+    t = conv.ask("Leave out the time series one.")
+    after = set(t.answer.cited.values())
+    assert after and after < before and "TIME WEAVER" not in {e.label for e in after}
+
+
 def test_unknown_reference_is_a_clear_error(conv):
     with pytest.raises(UsageError, match=r"no entry \[4\]"):
         conv.ask("tell me about [4]")

@@ -22,6 +22,7 @@ from .text import URL
 
 ROLES = ("background", "contribution", "method", "result", "other")
 MODEL_FILE = Path(__file__).parent / "roles_model" / "roles.json"
+BACKGROUND_AT = 0.3  # probability from which a sentence counts as background (model card)
 
 _TOKEN = re.compile(r"[a-z]+(?:-[a-z]+)*|\d+(?:\.\d+)?%?|[$×%]")
 _NUMBER = re.compile(r"^\d")
@@ -65,17 +66,20 @@ class Tagger:
         return p / p.sum(axis=1, keepdims=True)
 
     def tag(self, sentences: list[str]) -> list[str]:
-        """The most probable role of each sentence; "other" (left out of answers) only
-        for a sentence that speaks of code, data or a link, since a result read as
-        "other" would be lost."""
+        """The most probable role of each sentence, except: "other" (left out of
+        answers) only for a sentence that speaks of code, data or a link, since a
+        result read as "other" would be lost; "background" from a probability of
+        :data:`BACKGROUND_AT`."""
         if not sentences:
             return []
         p = self.probabilities(sentences)
-        other = self.roles.index("other")
+        other, background = self.roles.index("other"), self.roles.index("background")
         for i, s in enumerate(sentences):
             if not _ASIDE_CUE.search(s):
                 p[i, other] = 0.0
-        return [self.roles[j] for j in p.argmax(axis=1)]
+        out = [self.roles[j] for j in p.argmax(axis=1)]
+        # Quoting background costs the reader more than leaving one out costs the answer.
+        return ["background" if p[i, background] >= BACKGROUND_AT else r for i, r in enumerate(out)]
 
 
 @lru_cache(maxsize=1)

@@ -463,33 +463,32 @@ def print_answer_plain(ans, heading: str = "") -> None:
 
 
 def print_answer_live(ask, question: str, *args):
-    """Stream the model's draft on a terminal; print each verified sentence as it is
+    """On a terminal: a spinner naming each step, each sentence printed as it is
     settled, then the references. ``ask`` is Answerer.ask or Conversation.ask."""
-    from rich.console import Group
     from rich.live import Live
     from rich.spinner import Spinner
 
-    draft: list[str] = []
     # Something shows at once and names the step under way: searching, reading the
-    # entries, answering from [1] BiLLM (the model's draft streams below it).
+    # entries, answering from [1] BiLLM. The model's draft is not shown: most of what a
+    # small model drafts is never verified, and a reader would see it before it goes.
     spinner = Spinner("dots", Text("searching…", style="dim"))
+    step, drafted = ["searching"], [0]
     with Live(spinner, console=out, transient=True, refresh_per_second=12,
               auto_refresh=out.is_terminal) as live:
         def show() -> None:
-            text = safe("".join(draft)[-400:])
-            live.update(Group(spinner, Text(text, style="dim italic")) if text else spinner)
+            words = f" ({drafted[0]} tokens drafted)" if drafted[0] else ""
+            spinner.update(text=Text(safe(step[0]) + "…" + words, style="dim"))
+            live.update(spinner)
 
         def on_step(label: str) -> None:
-            spinner.update(text=Text(safe(label) + "…", style="dim"))
+            step[0], drafted[0] = label, 0
             show()
 
         def on_token(tok: str) -> None:
-            draft.append(tok)
+            drafted[0] += 1
             show()
 
         def on_sentence(sentence) -> None:
-            draft.clear()
-            show()
             live.console.print(Markdown(safe(sentence.render())))
 
         result = ask(question, *args, on_token=on_token, on_sentence=on_sentence, on_step=on_step)

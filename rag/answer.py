@@ -509,9 +509,10 @@ class Answerer:
     def quotes(self, entry: Entry, q: Query, ranked: list[int], most: int) -> list[int]:
         """Which sentences to quote, in the order a reader wants them: what the paper
         contributes, then how, then what it found. A question after the paper as a
-        whole gets its contribution and its main result (one with a figure when the
-        abstract gives one); any other gets the sentences the judge ranks highest (a
-        fixed number, not those above a threshold: it rates paraphrases low)."""
+        whole gets its main contribution (the first the abstract states) and its main
+        result (one with a figure when the abstract gives one); any other gets the
+        sentences the judge ranks highest (a fixed number, not those above a
+        threshold: it rates paraphrases low)."""
         role = self.roles(entry)
         if most <= 0:
             return []
@@ -521,6 +522,8 @@ class Answerer:
             wanted = ("contribution", "result") if q.overview and most > 1 else ("contribution",)
             for want in wanted:
                 have = [i for i in ranked if role[i] == want]
+                if want == "contribution":
+                    have.sort()  # the first is the main one ("we present BiLLM"), later ones parts of it
                 if want == "result":
                     have = [i for i in have if _FIGURE.search(sents[i])] or have
                 if have:

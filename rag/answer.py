@@ -568,7 +568,8 @@ class Answerer:
         # that X does Y") says nothing, however well its source supports it.
         claims = [c for c in clean("".join(parts))
                   if len({_fold(w) for w in content_words(c)} - asked - _FILLER) >= MIN_NOVEL_WORDS]
-        kept = [c for c, ok in zip(claims, self.supported(claims, entry)) if ok]
+        # One or two sentences per paper when several share an answer.
+        kept = [c for c, ok in zip(claims, self.supported(claims, entry)) if ok][:1 if quotes <= 1 else 2]
         if kept:  # embedded only to tell repeats apart
             for claim, vec in zip(kept, self.index.embedder.encode(kept)):
                 add(claim, vec, "verified")

@@ -86,3 +86,26 @@ def test_the_repository_question_set_is_well_formed():
     assert {q.base_kind for q in qs} == {"single", "multi", "unanswerable"}
     assert {q.split for q in qs} == {"dev", "test"}
     assert all(q.gold for q in qs if q.base_kind != "unanswerable")
+
+
+def test_the_chat_set_loads_as_conversations_with_follow_up_kinds():
+    from rag.config import PROJECT_ROOT
+    from rag.evaluate import is_dialogues, load_dialogues
+
+    path = PROJECT_ROOT / "eval" / "chat.jsonl"
+    assert is_dialogues(path) and not is_dialogues(PROJECT_ROOT / "eval" / "questions.jsonl")
+    ds = load_dialogues(path)
+    assert len(ds) >= 20 and all(len(d.turns) >= 2 for d in ds)
+    assert {t.kind for d in ds for t in d.turns[1:]} <= {"single-followup", "multi-followup",
+                                                          "unanswerable-followup"}
+    assert all(t.gold for d in ds for t in d.turns if t.base_kind != "unanswerable")
+
+
+def test_conversation_file_errors_name_the_line(tmp_path):
+    from rag.evaluate import load_dialogues
+
+    p = tmp_path / "c.jsonl"
+    p.write_text(json.dumps({"id": "c", "turns": [{"question": "?", "kind": "single", "gold": []}]})
+                 + "\n" + json.dumps({"id": "d", "turns": [{"kind": "single"}]}) + "\n")
+    with pytest.raises(InputError, match=r"c.jsonl:2: not a conversation record"):
+        load_dialogues(p)

@@ -39,6 +39,7 @@ from rag.records import Entry, Source
 from rag.review import review
 from rag.safety import neutralize_special_tokens, strip_control, suspicious
 from rag.text import sentences
+from rag.store import _forget_clients
 
 from fakes import FakeModel
 
@@ -555,6 +556,9 @@ def _start_ingest(data: Path, corpus: Path, env: dict) -> tuple[subprocess.Popen
 
 
 def _fresh(data: Path, models: Path) -> None:
+    # This process read the last index at this path: Chroma's cached system for it
+    # must not outlive its files (rag/store.py _forget_clients).
+    _forget_clients()
     shutil.rmtree(data, ignore_errors=True)
     shutil.copytree(models, data / "models")  # the ONNX export, not an index
 

@@ -11,6 +11,19 @@ messages with them off, so an abstract holding ``<|im_start|>`` cannot open a ro
 With ``--llm-url`` an OpenAI-compatible server generates instead (:class:`ServerModel`),
 and special-token spellings in the messages are broken before they are sent.
 
+Threads and batches (bench/README.md, "Under load"): llama.cpp's CPU backend is
+built with OpenMP (libgomp) here, and its threads meet at a barrier after every op
+of the graph, hundreds per call. By default a waiting thread spins up to 300,000
+times before it sleeps, so when other processes share the cores a thread whose
+partner was preempted spins away its time slice at every barrier: with both cores
+busy, two threads took 10 s to read a 300-token prompt (1.3 s idle) and 126 s for
+32 tokens (0.4 s). So waiting threads spin briefly and then sleep
+(``GOMP_SPINCOUNT``, set at import, before libgomp loads, unless the user set a
+wait policy), tokens are generated on one thread (no barrier partner; the 135M
+model is no faster on two), and the prompt is read on every core in batches of
+``N_BATCH`` tokens: each batch is one C call, and a Ctrl-C waits for the call it
+lands in, since Python runs its signal handler only between them.
+
 :class:`ChatModel` is the interface the answer pipeline uses; both backends
 implement it, and citations and verification stay the project's either way.
 """
@@ -20,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import importlib.util
+import os
 import re
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +45,49 @@ from .safety import neutralize_special_tokens
 
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_CTX = 4096  # enough for one abstract per call; more only costs memory
+# Prompt tokens per llama.cpp call, the longest a Ctrl-C waits: ~0.2 s idle and
+# ~0.4 s with both cores busy for 32 (~0.3 s and ~0.8 s for 64), read about as fast
+# as in batches of 512.
+N_BATCH = 32
+DECODE_THREADS = 1
+# Spins of a waiting OpenMP thread before it sleeps: reads as fast as the default
+# (300,000) on idle cores, ~3x faster with both cores busy. OMP_WAIT_POLICY=PASSIVE
+# (no spinning) is as robust but ~0.3 s slower per prompt idle: it pays a wake-up at
+# every barrier.
+SPINCOUNT = "3000"
+_OMP_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return "/libgomp" in f.read()
+    except OSError:  # not Linux: no /proc, and llama.cpp builds there rarely use libgomp
+        return False
+
+
+def _bounded_omp_spin() -> bool:
+    """Have libgomp's waiting threads spin briefly before they sleep, unless the user
+    set a wait policy. libgomp reads it once, when it is loaded (the first ``import
+    llama_cpp``, or torch's, which loads the same library): False when it is loaded
+    already with the default, and then the prompt is read on one thread."""
+    if any(v in os.environ for v in _OMP_SETTINGS):
+        return True
+    if _libgomp_loaded():
+        return False
+    os.environ["GOMP_SPINCOUNT"] = SPINCOUNT
+    return True
+
+
+_OMP_BOUNDED = _bounded_omp_spin()
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 # Stand-ins for the messages while the template renders: private-use characters
@@ -86,15 +143,19 @@ def check_gguf(path: Path) -> None:
 class LlamaCppModel:
     """A GGUF model run in-process by llama.cpp."""
 
-    def __init__(self, path: Path, n_threads: int | None = None):
+    def __init__(self, path: Path, n_threads: int | None = None, n_threads_batch: int | None = None,
+                 n_batch: int = N_BATCH):
         check_gguf(path)
         self.path = str(path)
         import jinja2
         import llama_cpp
 
+        # With libgomp's default spinning, more than one thread is the 10x slowdown above.
+        n_threads_batch = n_threads_batch or (cores() if _OMP_BOUNDED else 1)
         try:
-            self._llm = llama_cpp.Llama(model_path=self.path, n_ctx=MAX_CTX, n_threads=n_threads,
-                                        verbose=False)
+            self._llm = llama_cpp.Llama(model_path=self.path, n_ctx=MAX_CTX, n_batch=n_batch,
+                                        n_threads=n_threads or DECODE_THREADS,
+                                        n_threads_batch=n_threads_batch, verbose=False)
         except (ValueError, RuntimeError) as e:
             raise ModelError(f"cannot load {path} ({e}); the file may be truncated: "
                              "download it again or pick another with --model") from None

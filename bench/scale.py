@@ -1,7 +1,7 @@
 """How the costs grow with the corpus: synthetic collections of 10k, 100k (, 1M) entries.
 
     python bench/scale.py [--sizes 10000,100000] [--embed-entries 2000] [--queries 50]
-                          [--ask 2] [--work DIR] [--keep]
+                          [--ask 2] [--work DIR] [--keep] [--reuse] [--skip-ingest]
 
 For each size N, a synthetic corpus is made by recombining the seed sentences: each
 entry is 3-5 random sentences of the seed abstracts (seeds/*.txt, read with
@@ -37,6 +37,11 @@ Per size, each in its own process so peak RSS is that step's alone:
            from the ingest report, peak RSS of the process. Also into an empty data
            dir (column "empty"), and the raw baseline: Embedder.encode of the same
            chunk texts in this process.
+
+With --reuse, an index kept by an earlier --keep/--reuse run (work/index-N with its
+build.json) is measured again without being rebuilt (its build figures are the stored
+ones), so that a code change can be measured before and after on the same index;
+--skip-ingest leaves out step 5 (which adds entries to the index) and the raw ingest.
 
 The table ends with the ratio of the last size to the first. A size whose direct-write
 build is projected (from the previous size, linearly) to take longer than
@@ -336,6 +341,10 @@ def main() -> None:
     ap.add_argument("--ask", type=int, default=2, help="questions timed to first token (0: skip)")
     ap.add_argument("--work", type=Path, default=_util.CACHE / "scale", help="where the corpora and indexes go")
     ap.add_argument("--keep", action="store_true", help="keep the indexes (default: delete each after use)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="measure an index kept by an earlier --keep/--reuse run again, unbuilt (implies --keep)")
+    ap.add_argument("--skip-ingest", action="store_true",
+                    help="skip the real-embedding ingests (they add entries to the index)")
     ap.add_argument("--max-build-s", type=float, default=1800,
                     help="skip a size whose build is projected to take longer")
     args = ap.parse_args()
@@ -368,14 +377,19 @@ def main() -> None:
     cut = Index(Settings(data_dir=work / "unused"), embedder=embedder)
     slice_chunks = [c.text for e in corpus.read_file(corpus.CorpusFile(slice_file, str(slice_file))).entries
                     for c in cut.chunks(e)]
-    t = time.perf_counter()
-    embedder.encode(slice_chunks)
-    raw_encode = len(slice_chunks) / (time.perf_counter() - t)
-    empty = real_ingest(fresh_data_dir(work / "empty", onnx), slice_file, 0)
-    shutil.rmtree(work / "empty", ignore_errors=True)
-    print(f"real ingest of {args.embed_entries:,} entries ({empty['chunks']:,} chunks) into an empty "
-          f"index: {empty['chunks_per_s']:.0f} chunks/s; raw Embedder.encode {raw_encode:.0f} chunks/s",
-          flush=True)
+    raw_encode = None
+    if not args.skip_ingest:
+        t = time.perf_counter()
+        embedder.encode(slice_chunks)
+        raw_encode = len(slice_chunks) / (time.perf_counter() - t)
+    if args.skip_ingest:
+        empty = {"chunks_per_s": None, "peak_rss_mb": None}
+    else:
+        empty = real_ingest(fresh_data_dir(work / "empty", onnx), slice_file, 0)
+        shutil.rmtree(work / "empty", ignore_errors=True)
+        print(f"real ingest of {args.embed_entries:,} entries ({empty['chunks']:,} chunks) into an empty "
+              f"index: {empty['chunks_per_s']:.0f} chunks/s; raw Embedder.encode {raw_encode:.0f} chunks/s",
+              flush=True)
 
     results: dict[int, dict] = {}
     prev = None
@@ -389,24 +403,33 @@ def main() -> None:
                 continue
         print(f"\n== {n:,} entries ==", flush=True)
         corpus_file = work / f"corpus-{n}.jsonl"
-        write_jsonl(corpus_file, synthetic_texts(n, pool, SEED))
-        data = fresh_data_dir(work / f"index-{n}", onnx)
+        data = work / f"index-{n}"
         r: dict = {}
-        r["build"], run = child(["_build", str(data), str(corpus_file), str(pool_file)], "build")
-        r["build"]["peak_rss_mb"] = run.max_rss_mb
-        print(f"  build {r['build']['seconds']:.0f} s, {r['build']['chunks']:,} chunks, "
-              f"peak RSS {run.max_rss_mb:.0f} MB", flush=True)
+        if args.reuse and (data / "build.json").exists():
+            r["build"] = json.loads((data / "build.json").read_text())
+            print(f"  reused {data} (built earlier: {r['build']['seconds']:.0f} s)", flush=True)
+        else:
+            write_jsonl(corpus_file, synthetic_texts(n, pool, SEED))
+            data = fresh_data_dir(data, onnx)
+            r["build"], run = child(["_build", str(data), str(corpus_file), str(pool_file)], "build")
+            r["build"]["peak_rss_mb"] = run.max_rss_mb
+            (data / "build.json").write_text(json.dumps(r["build"]))
+            print(f"  build {r['build']['seconds']:.0f} s, {r['build']['chunks']:,} chunks, "
+                  f"peak RSS {run.max_rss_mb:.0f} MB", flush=True)
         r["cold"] = cold(data)
         print(f"  cold: first {r['cold']['first_s']:.2f} s, median {r['cold']['median_s']:.2f} s", flush=True)
         r["disk"] = {"chroma": du(data / "chroma"), "bm25": du(data / "cache"), "total": du(data)}
         r["warm"], run = child(["_warm", str(data), str(n), str(args.queries), str(args.ask)], "warm search")
         r["warm"]["peak_rss_mb"] = run.max_rss_mb
         print(f"  warm p50 {r['warm']['ours_p50_ms']:.1f} ms", flush=True)
-        r["ingest"] = real_ingest(data, slice_file, r["build"]["chunks"])
-        print(f"  real ingest {r['ingest']['chunks_per_s']:.0f} chunks/s", flush=True)
+        if args.skip_ingest:
+            r["ingest"] = {"chunks_per_s": None, "peak_rss_mb": None}
+        else:
+            r["ingest"] = real_ingest(data, slice_file, r["build"]["chunks"])
+            print(f"  real ingest {r['ingest']['chunks_per_s']:.0f} chunks/s", flush=True)
         results[n] = r
         prev = n
-        if not args.keep:
+        if not (args.keep or args.reuse):
             shutil.rmtree(data, ignore_errors=True)
             corpus_file.unlink(missing_ok=True)
 

@@ -3,8 +3,9 @@
 Retrieve broadly, keep the entries the judge (rag/judge.py) reads as being on the
 topic (as it reads "Which papers study TOPIC?"), group them
 into themes by their embeddings (average-linkage merging of the entries' mean chunk
-vectors; each theme named by the phrase its members share that is closest to them in
-meaning; single papers go under "Other papers"), and write one cited, verified
+vectors, cut where each paper is closest to its own group from six papers on;
+each theme named by the phrase its members share that is closest to them in
+meaning; in shorter reviews single papers go under "Other papers"), and write one cited, verified
 statement per paper (the same evidence and verification as `rag ask`, so a
 sentence that addresses a reader or a model is never written into a review), then a
 research table of quoted cells (rag/compare.py).
@@ -14,6 +15,7 @@ References and BibTeX come from stored metadata only.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -32,6 +34,8 @@ from .text import words
 
 REVIEW_POOL = 30  # entries retrieved, then read by the judge
 THEME_SIMILARITY = 0.45  # average cosine above which two groups form one theme
+MIN_THEMED = 6  # papers from which a review is always split into themes
+MAX_THEMES = 4
 
 
 @dataclass
@@ -114,21 +118,61 @@ class Review:
         }
 
 
-def group(entries: list[Entry], vectors: np.ndarray, threshold: float = THEME_SIMILARITY) -> list[list[int]]:
-    """Average-linkage agglomerative grouping by cosine similarity (tiny n)."""
-    clusters = [[i] for i in range(len(entries))]
+def _merges(vectors: np.ndarray) -> list[tuple[list[list[int]], float]]:
+    """Average-linkage agglomerative grouping by cosine similarity (tiny n): every
+    partition from singletons to one group, each with the similarity of the merge
+    that ends it."""
+    clusters = [[i] for i in range(len(vectors))]
     sims = vectors @ vectors.T
+    out = []
     while len(clusters) > 1:
-        best, pair = -1.0, None
+        best, pair = -2.0, (0, 1)
         for a in range(len(clusters)):
             for b in range(a + 1, len(clusters)):
                 s = float(sims[np.ix_(clusters[a], clusters[b])].mean())
                 if s > best:
                     best, pair = s, (a, b)
-        if best < threshold:
-            break
+        out.append(([list(c) for c in clusters], best))
         a, b = pair
-        clusters[a] += clusters.pop(b)
+        clusters[a] = clusters[a] + clusters.pop(b)
+    return out + [(clusters, -2.0)]
+
+
+def _attach(clusters: list[list[int]], sims: np.ndarray) -> list[list[int]]:
+    """Each single paper joins the group of two or more it is closest to on average."""
+    groups = [list(c) for c in clusters if len(c) > 1]
+    for c in clusters:
+        if len(c) == 1:
+            max(groups, key=lambda g: float(sims[c[0], g].mean())).append(c[0])
+    return groups
+
+
+def _silhouette(clusters: list[list[int]], sims: np.ndarray) -> float:
+    dist, of = 1.0 - sims, {i: k for k, c in enumerate(clusters) for i in c}
+    total = 0.0
+    for i, k in of.items():
+        if len(clusters[k]) > 1:
+            a = float(dist[i, [j for j in clusters[k] if j != i]].mean())
+            b = min(float(dist[i, c].mean()) for m, c in enumerate(clusters) if m != k)
+            total += (b - a) / max(a, b, 1e-9)
+    return total / len(of)
+
+
+def group(entries: list[Entry], vectors: np.ndarray, threshold: float = THEME_SIMILARITY) -> list[list[int]]:
+    """Papers grouped by their vectors. Under MIN_THEMED papers, groups merge while
+    their average similarity is above ``threshold`` (a paper alike no other stays
+    alone). From MIN_THEMED on, a reader expects themes whatever the threshold says:
+    the cut into 2 to MAX_THEMES groups of two or more whose papers are closest to
+    their own group against the others (silhouette), every paper in a group."""
+    merges = _merges(vectors)
+    if len(entries) < MIN_THEMED:
+        clusters = next(c for c, s in merges if s < threshold)
+    else:
+        sims = vectors @ vectors.T
+        cuts = [_attach(c, sims) for c, _ in merges
+                if sum(len(g) > 1 for g in c) >= 2]
+        cuts = [c for c in cuts if len(c) <= MAX_THEMES] or [merges[-1][0]]
+        clusters = max(cuts, key=lambda c: (_silhouette(c, sims), -len(c)))
     return sorted(clusters, key=lambda c: (-len(c), min(c)))
 
 
@@ -149,33 +193,63 @@ def themes(entries: list[Entry], vectors: np.ndarray, clusters: list[list[int]],
 # A word in more than a quarter of the abstracts ("learning", "results") names no
 # theme: its idf is under log(1 + 3).
 GENERIC_IDF = math.log(4)
+# A name is a noun phrase: it does not end on an adjective ("graph neural",
+# "generative adversarial", "molecular"), told by its suffix, nor consist of words
+# that praise or hedge rather than name ("state-of-the-art", "novel").
+_ADJECTIVE = re.compile(r"(?:al|ic|ive|ous|ary|ar|able|ible|less|ful|ant|ent|istic)$")
+_NOT_NAMES = frozenset("""state-of-the-art novel existing various different new large small high low
+deep stochastic efficient effective recent previous prior current significant strong weak
+robust simple general specific key main multiple several many based propose proposed
+outperform achieve improve show demonstrate provide enable establish made unique""".split())
+# Words that name a theme only inside a phrase ("language models", not "models").
+_VAGUE = frozenset("""impact prediction output example position standard online addition rule
+setting problem method approach framework task model result paper work study probability
+information data performance training""".split())
+# One word names a theme only when it is rare in the collection (a tenth of the
+# abstracts at most) and half the theme's papers use it: "weight" or "addition"
+# alone name nothing.
+RARE_IDF = math.log(10)
+
+
+def _nameable(phrase: tuple[str, ...]) -> bool:
+    last = phrase[-1]
+    return not (_ADJECTIVE.search(last) or last in _NOT_NAMES or phrase[0] in _NOT_NAMES
+                or len(phrase) == 1 and last in _VAGUE)
 
 
 def theme_name(members: list[Entry], vectors: np.ndarray, everyone: np.ndarray, topic: str,
                idf: Callable[[str], float], embed: Callable[[list[str]], np.ndarray]) -> str:
-    """The word or two-word phrase, shared by at least a third of the members (two at
-    least), that is closest in meaning to the members and least to the other reviewed
-    papers; the topic's own words and words common in the collection are left out."""
+    """The noun phrase of one to three words, shared by at least a third of the
+    members (two at least), that is closest in meaning to the members and least to
+    the other reviewed papers, favouring one more members share; the topic's own
+    words and words common in the collection are left out."""
     skip = set(terms(topic))
     need = max(2, math.ceil(len(members) / 3))
-    surface: dict[str, str] = {}
-    counts: Counter[tuple[str, ...]] = Counter()
-    for e in members:
+    surface: dict[tuple[str, ...], str] = {}
+    holders: dict[tuple[str, ...], set[int]] = {}
+    for m, e in enumerate(members):
         toks: list[str | None] = []
-        for w in words(e.text):
+        raw = words(e.text)
+        for w in raw:
             t = terms(w)[:1]
             ok = bool(t) and len(t[0]) > 3 and not t[0].isdigit() and not t[0].endswith("ly")
             toks.append(t[0] if ok else None)
-            if ok:
-                surface.setdefault(t[0], w)
-        counts.update({(t,) for t in toks if t} | {(a, b) for a, b in zip(toks, toks[1:]) if a and b})
-    phrases = [" ".join(surface[t] for t in p) for p, c in counts.items()
-               if c >= need and any(t not in skip and idf(t) >= GENERIC_IDF for t in p)]
+        for n in (1, 2, 3):
+            for i in range(len(toks) - n + 1):
+                p = tuple(toks[i:i + n])
+                if all(p) and _nameable(p):
+                    holders.setdefault(p, set()).add(m)
+                    surface.setdefault(p, " ".join(raw[i:i + n]))
+    phrases = [p for p, who in holders.items()
+               if len(who) >= need and any(t not in skip and idf(t) >= GENERIC_IDF for t in p)
+               and (len(p) > 1 or idf(p[0]) >= RARE_IDF and 2 * len(who) >= len(members))]
     if not phrases:
         return "Related papers"
     centre, rest = vectors.mean(0), everyone.mean(0)
-    fit = embed(phrases) @ np.stack([centre / np.linalg.norm(centre), rest / np.linalg.norm(rest)]).T
-    name = phrases[int(np.argmax(fit[:, 0] - 0.5 * fit[:, 1]))]
+    fit = embed([surface[p] for p in phrases]) @ np.stack(
+        [centre / np.linalg.norm(centre), rest / np.linalg.norm(rest)]).T
+    share = np.array([len(holders[p]) / len(members) for p in phrases])
+    name = surface[phrases[int(np.argmax(fit[:, 0] - 0.5 * fit[:, 1] + 0.2 * share))]]
     return name[:1].upper() + name[1:]
 
 

@@ -103,18 +103,42 @@ def test_grouping_splits_unrelated_vectors():
     assert sorted(map(sorted, group(list("abcd"), v, 0.5))) == [[0, 1], [2, 3]]
 
 
+def test_six_papers_or_more_always_form_themes_of_two_or_more():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    centres = np.eye(8)[:2]
+    v = np.concatenate([c + 0.3 * rng.standard_normal((4, 8)) for c in centres]).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    for threshold in (-1.0, 0.45, 0.999):  # one group, the natural cut, every paper alone
+        clusters = group(list(range(8)), v, threshold)
+        assert sorted(map(sorted, clusters)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    # Under six papers the threshold decides, and a paper alike no other stays alone.
+    assert len(group(list(range(4)), v[[0, 1, 4, 5]], 0.999)) == 4
+
+
+def test_theme_names_are_noun_phrases():
+    from rag.review import _nameable
+
+    assert _nameable(("language", "model")) and _nameable(("molecular", "docking"))
+    assert not _nameable(("graph", "neural")) and not _nameable(("generative", "adversarial"))
+    assert not _nameable(("state-of-the-art",)) and not _nameable(("outperform",))
+    assert not _nameable(("model",))  # a vague word names a theme only inside a phrase
+
+
 def test_themes_are_named_by_a_phrase_their_papers_share(seeded_index):
     lexical = seeded_index.lexical()
     entries = [h.entry for h in seeded_index.search("machine learning", 20)]
     vectors = seeded_index.store.entry_vectors([e.id for e in entries])
-    found = themes(entries, vectors, group(entries, vectors, 0.4), "machine learning", lexical.idf,
+    found = themes(entries, vectors, group(entries, vectors), "machine learning", lexical.idf,
                    seeded_index.embedder.encode)
-    assert sum(len(t.entries) for t in found) == len(entries) and len(found) > 2
+    # Twenty papers: two themes at least, every paper in one (none left "Other").
+    assert sum(len(t.entries) for t in found) == len(entries) and len(found) >= 2
     for t in found:
-        if t.name == "Other papers":
-            continue
-        assert len(t.entries) >= 2 and t.name.lower() not in ("learning", "machine learning")
-        assert sum(t.name.lower() in e.text.lower() for e in t.entries) >= 2
+        assert len(t.entries) >= 2 and t.name != "Other papers"
+        assert t.name.lower() not in ("learning", "machine learning")
+        if t.name != "Related papers":  # no phrase two of them share names them
+            assert sum(t.name.lower() in e.text.lower() for e in t.entries) >= 2
     # Fewer than two groups of two: one group, headed by the topic.
     one = themes(entries[:3], vectors[:3], [[0], [1], [2]], "machine learning", lexical.idf,
                  seeded_index.embedder.encode)

@@ -130,11 +130,17 @@ class Conversation:
         cited = [last.answer.cited[n] for n in sorted(last.answer.cited)]
         ordinal = _ORDINAL.search(question)
         if ordinal and cited:
+            # After a list ("Which papers ...?", a comparison), "the second paper" is
+            # its second; after questions about one paper each, it is the paper the
+            # second of them was about.
+            listed = is_survey(last.question) or bool(last.answer.table)
+            pool = cited if listed else self._discussed()
             i = _ORDINALS[ordinal.group(1).lower()]
-            if i > len(cited):
-                raise UsageError(f"the last answer cited {len(cited)} entries; "
-                                 f"use [n] to name one of {', '.join(f'[{self.number(e)}]' for e in cited)}")
-            only = [cited[i - 1 if i > 0 else -1]]
+            if i > len(pool):
+                where = "the last answer lists" if listed else "this conversation has been about"
+                raise UsageError(f"{where} {len(pool)} paper{'s' * (len(pool) != 1)}; use [n] to name "
+                                 f"one of {', '.join(f'[{self.number(e)}]' for e in pool)}")
+            only = [pool[i - 1 if i > 0 else -1]]
             return _with_labels(question, only), only
         searched = next((t for t in reversed(self.turns) if t.searched), None)
         narrow, exclude = _NARROW.match(question), _EXCLUDE.match(question)
@@ -173,6 +179,15 @@ class Conversation:
                 return query, (both or on_sub) or None
             return query, None
         return question, None
+
+    def _discussed(self) -> list[Entry]:
+        """The paper each turn was about (the one its answer cites first), in order."""
+        out: dict[str, Entry] = {}
+        for t in self.turns:
+            first = next((n for s in t.answer.sentences for n in s.cites), None)
+            if first in t.answer.cited:
+                out.setdefault(t.answer.cited[first].id, t.answer.cited[first])
+        return list(out.values())
 
     def ask(self, question: str, **callbacks) -> Turn:
         check_length(question)  # before resolving: "only ..." embeds the question

@@ -61,6 +61,17 @@ def test_ordinal_and_narrowing_follow_ups(conv):
     assert {e.label for e in narrowed.answer.cited.values()} == {"MIN-UCB"}
 
 
+def test_ordinals_after_single_paper_turns_count_the_papers_discussed(conv):
+    conv.ask("How does RICE refine reinforcement learning agents?")
+    conv.ask("Separately, how does BiLLM quantize large language models to one bit?")
+    t = conv.ask("Tell me more about the first paper: what does it explain?")
+    assert not t.searched and [e.label for e in t.answer.cited.values()] == ["RICE"]
+    t = conv.ask("And the second one, what perplexity does it reach?")
+    assert [e.label for e in t.answer.cited.values()] == ["BiLLM"]
+    with pytest.raises(UsageError, match=r"this conversation has been about 2 papers; use \[n\]"):
+        conv.ask("What about the fifth paper?")
+
+
 def test_named_and_described_papers_are_searched_for(conv):
     conv.ask("How does RICE refine reinforcement learning agents?")
     t = conv.ask("The satellite one - what is it arguing for?")

@@ -341,7 +341,10 @@ class Answerer:
         kept = [(h, 1.0) for h in pool] if only else self.select(q, pool, readings)
         read = {h.entry.id: r for h, r in zip(pool, readings)}
         absent, partial = [], False
-        if kept and not only:
+        # A follow-up about one paper ("How many agents did they use?") may ask for
+        # what it does not report, as a question that searched may; entries named
+        # together ("compare [1] and [3]") are asked about as a whole.
+        if kept and (not only or len(only) == 1):
             absent, inferred = self._absent_specifics(q, [h for h, _ in kept])
             # The judge vetoes a notice on an entry it reads as answering: the rules
             # above once said "does not report the figure asked for" of "by as
@@ -419,7 +422,8 @@ class Answerer:
             _QUANTITY.search(question), _WHICH_NAME.search(question), _NAMED_KIND.search(question)))
         if not absent and kind:
             if not _names_kind(kept[0].entry.text, kind.group("kind"), question):
-                return [f"which {kind.group('kind')}"], True
+                what = kind.group("kind")
+                return [f"which {what} {'were' if what.endswith('s') else 'was'} used"], True
             named = None  # the name asked for is there
         if absent or not (quantity or named):
             return absent, False
@@ -668,12 +672,17 @@ def _named_absent(question: str, entries: list[Entry]) -> list[str]:
 def _names_kind(text: str, kind: str, question: str) -> bool:
     """Whether ``text`` names a ``kind`` ("datasets") that the question does not
     already give: a name within five words of the word, or a list after "including",
-    "such as"; where the text never uses the word, a name anywhere in it."""
+    "such as"; where the text never uses the word, a name that experiments are run
+    on ("results on ImageNet", "evaluated across MUTAG and PTC"), not any name: "RNA"
+    and "Watson-Crick" are what an abstract is about, not what it was tested on."""
     asked = question.lower()
     given = {n for n in names(text) if n.lower() not in asked}
-    stem, used = kind.lower().rstrip("s"), False
+    stem, used, tested_on = kind.lower().rstrip("s"), False, False
     for sentence in sentences(text):
         toks = tokens(sentence)
+        if _EVALUATED.search(sentence):
+            tested_on = tested_on or any(
+                w.lower() in _ON and any(x in given for x in toks[j + 1:j + 4]) for j, w in enumerate(toks))
         for i, tok in enumerate(toks):
             if not tok.lower().startswith(stem):
                 continue
@@ -682,7 +691,12 @@ def _names_kind(text: str, kind: str, question: str) -> bool:
             if any(w in given or w.lower() in _LIST_CUES or (j and w[0].isupper() and w.lower() not in asked)
                    for j, w in enumerate(toks) if j != i and abs(j - i) <= 5):
                 return True
-    return not used and bool(given)
+    return not used and tested_on
+
+
+_EVALUATED = re.compile(r"\b(?:experiment|evaluat|benchmark|test|result|outperform|achiev|surpass|"
+                        r"empirical|perplexity|accuracy)", re.I)
+_ON = frozenset({"on", "across", "using", "over"})
 
 
 def _join(terms: list[str]) -> str:

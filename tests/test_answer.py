@@ -157,7 +157,7 @@ def test_asking_which_datasets_needs_them_named_where_the_abstract_mentions_them
     ans, model = answer_with("Which two real-world datasets were used to validate the theory of "
                              "backdoor poisoning attacks on two-layer CNNs?", "MNIST and CIFAR-10.")
     assert ans.refused and model.prompts == []
-    assert ans.text.endswith("does not report which datasets [1].")
+    assert ans.text.endswith("does not report which datasets were used [1].")
     # "... on the designed benchmark datasets including apo-dock and cross-dock"
     named, model = answer_with("On which benchmark datasets is Re-Dock evaluated?", "Apo-dock.")
     assert not named.refused and model.prompts
@@ -291,3 +291,15 @@ def test_code_links_are_quoted_only_when_asked(answer_with):
     assert any("github.com" in s.text for s in ans.sentences)
     ans, _ = answer_with("What are morph-tokens?", "It is good.")
     assert not any("github.com" in s.text for s in ans.sentences)
+
+
+def test_a_dataset_is_named_where_experiments_run_on_it_not_wherever_a_name_appears():
+    from rag.answer import _names_kind
+
+    rna = ("RNA properties are tied to their conformations. Only Watson-Crick and Wobble pairs are allowed. "
+           "Empirical evidence supports the efficacy of our approach.")
+    assert not _names_kind(rna, "datasets", "Which datasets did they benchmark on?")
+    assert _names_kind("We report results on ImageNet and CIFAR-10, beating prior work.", "datasets",
+                       "Which datasets did they use?")
+    assert _names_kind("Experiments on the MUTAG and PTC datasets show gains.", "datasets",
+                       "Which datasets did they use?")

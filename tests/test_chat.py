@@ -72,6 +72,13 @@ def test_ordinals_after_single_paper_turns_count_the_papers_discussed(conv):
         conv.ask("What about the fifth paper?")
 
 
+def test_a_follow_up_asking_what_the_paper_does_not_report_gets_the_notice(conv):
+    conv.ask("What does the DiCo paper do?")
+    t = conv.ask("How many agents were in their experiments?")
+    assert not t.searched and t.answer.refused
+    assert t.answer.text.startswith("The abstract of DiCo does not report")
+
+
 def test_named_and_described_papers_are_searched_for(conv):
     conv.ask("How does RICE refine reinforcement learning agents?")
     t = conv.ask("The satellite one - what is it arguing for?")

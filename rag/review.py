@@ -33,6 +33,15 @@ from .safety import strip_control
 from .text import words
 
 REVIEW_POOL = 30  # entries retrieved, then read by the judge
+# A review keeps the papers the judge is sure are on the topic (fused probability,
+# rag/answer.py), or the likely ones when it is sure of none. A review reads three
+# times the entries a "Which papers ...?" answer reads, so the answer's threshold
+# (0.2) let in 26-51% papers off the topic per topic set and reviewed topics the
+# collection does not cover; these two were picked on the tuning topics
+# (eval/topics.jsonl, topics-holdout, topics-holdout2) with recall - 2 x the off-topic
+# share as the aim (README, "Reviews").
+REVIEW_SURE = 0.85
+REVIEW_LIKELY = 0.5
 THEME_SIMILARITY = 0.45  # average cosine above which two groups form one theme
 MIN_THEMED = 6  # papers from which a review is always split into themes
 MAX_THEMES = 4
@@ -263,7 +272,8 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     hits, rv.withheld = answerer.readable([h for h in found if h.score >= REFUSE_BELOW])
     q = answerer.analyse(f"Which papers study {topic}?")
     readings = answerer.read(QUESTION, q.text, [h.entry for h in hits])
-    kept = [h for h, _ in answerer.select(q, hits, readings, most=len(hits))]
+    read = answerer.select(q, hits, readings, most=len(hits))
+    kept = [h for h, p in read if p >= REVIEW_SURE] or [h for h, p in read if p >= REVIEW_LIKELY]
     if not kept:
         rv.refused, rv.closest = True, found[:5]
         return rv

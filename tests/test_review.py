@@ -61,8 +61,6 @@ def test_citation_keys_are_stable_and_unique(seeded_index):
     assert keys[next(e.id for e in entries if e.label == "BiLLM")] == "billm2024"
 
 
-@pytest.mark.xfail(strict=True, reason="known regression: with membership by the judge fused with "
-                   "retrieval, DiCo (multi-agent RL) is kept for 'hierarchical reinforcement learning'")
 def test_a_near_topic_needs_the_topics_rarest_term(answerer, seeded_index):
     # DiCo is a multi-agent RL paper, about as close to "hierarchical reinforcement
     # learning" in meaning as BAIL and the Decision Transformer paper, which say

@@ -1,6 +1,7 @@
 """Review quality and speed: `rag review` over the topics in eval/topics.jsonl.
 
     python bench/review.py [--topics eval/topics-holdout3.jsonl] [--data-dir DIR]
+    python bench/review.py --membership     # which papers reviews keep, every topic set, no model
 
 For each topic: entries reviewed, recall of the topic's gold entries, the share of
 citations that are not gold, and the wall time with the default model. A topic with
@@ -28,7 +29,7 @@ from rag.config import Settings
 from rag.index import Index
 from rag.llm import load_model
 from rag.prompts import load
-from rag.review import review
+from rag.review import REVIEW_LIKELY, REVIEW_SURE, members, read_topic, review
 
 
 class TimedModel:
@@ -49,13 +50,46 @@ class TimedModel:
             self.seconds += time.perf_counter() - t0
 
 
+# The rule reviews used before REVIEW_SURE: every entry the judge fused at 0.2 or more.
+BEFORE = (0.2, 0.2)
+
+
+def membership(answerer: Answerer, files: list[Path]) -> None:
+    """Which papers each topic's review keeps, without writing the reviews (no model):
+    recall and the off-topic share per topic, and uncovered topics declined, for the
+    rule reviews used before and the one they use now, per topic file."""
+    print(f"{'topics':24} {'rule':30} {'recall':>7} {'off-topic':>9} {'pooled':>7} {'uncovered declined':>18}")
+    for f in files:
+        topics = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        scored = {t["topic"]: read_topic(answerer, t["topic"])[0] for t in topics}
+        for name, (sure, likely) in (("before: >= 0.2", BEFORE),
+                                     (f"now: >= {REVIEW_SURE}, else >= {REVIEW_LIKELY}", (REVIEW_SURE, REVIEW_LIKELY))):
+            recall, off, n_off, n_kept, declined, uncovered = [], [], 0, 0, 0, 0
+            for t in topics:
+                gold = {(g["path"], g["ordinal"]) for g in t["gold"]}
+                got = {(h.entry.source.path, h.entry.source.ordinal) for h in members(scored[t["topic"]], sure, likely)}
+                if not gold:
+                    uncovered += 1
+                    declined += not got
+                    continue
+                recall.append(len(gold & got) / len(gold))
+                off.append(len(got - gold) / len(got) if got else 0.0)
+                n_off, n_kept = n_off + len(got - gold), n_kept + len(got)
+            print(f"{f.name:24} {name:30} {statistics.fmean(recall):>7.0%} {statistics.fmean(off):>9.0%} "
+                  f"{n_off / max(n_kept, 1):>7.0%} {f'{declined}/{uncovered}':>18}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topics", type=Path, default=Path("eval/topics.jsonl"))
     ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--membership", action="store_true",
+                    help="only which papers each review keeps, for every eval/topics*.jsonl (no model, ~1 min)")
     args = ap.parse_args()
     index = Index(Settings(data_dir=args.data_dir or Path(tempfile.mkdtemp(prefix="rag-bench-"))))
     index.ensure_ingested()
+    if args.membership:
+        return membership(Answerer(index, None, load()), sorted(Path("eval").glob("topics*.jsonl")))
     model = TimedModel(load_model())
     answerer = Answerer(index, model, load())
     review(answerer, "warm-up topic: bandits")  # loads the ONNX session, warms llama.cpp

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import compare
-from .answer import REFUSE_BELOW, Answerer, Sentence
+from .answer import REFUSE_BELOW, Answerer, Sentence, fused
 from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
@@ -252,8 +252,12 @@ def theme_name(members: list[Entry], vectors: np.ndarray, everyone: np.ndarray, 
     phrases = [p for p, who in holders.items()
                if len(who) >= need and any(t not in skip and idf(t) >= GENERIC_IDF for t in p)
                and (len(p) > 1 or idf(p[0]) >= RARE_IDF and 2 * len(who) >= len(members))]
-    if not phrases:
-        return "Related papers"
+    if not phrases:  # named by its papers when they are few, so that two such themes differ
+        labels = [strip_control(e.label)[0] for e in members]
+        if len(labels) > 3:
+            return "Related papers"
+        name = ", ".join(labels[:-1]) + " and " + labels[-1]
+        return name[:1].upper() + name[1:]
     centre, rest = vectors.mean(0), everyone.mean(0)
     fit = embed([surface[p] for p in phrases]) @ np.stack(
         [centre / np.linalg.norm(centre), rest / np.linalg.norm(rest)]).T
@@ -262,18 +266,30 @@ def theme_name(members: list[Entry], vectors: np.ndarray, everyone: np.ndarray, 
     return name[:1].upper() + name[1:]
 
 
+def read_topic(answerer: Answerer, topic: str, k: int | None = None) -> tuple[list[tuple[Hit, float]], list[Hit], list]:
+    """The entries retrieved for ``topic`` with the probability that each is on it
+    (the judge's reading of "Which papers study TOPIC?" fused with retrieval), best
+    first; all that retrieval found; and the sentences withheld from them."""
+    found = answerer.index.search(topic, max(k or REVIEW_POOL, 1))
+    hits, withheld = answerer.readable([h for h in found if h.score >= REFUSE_BELOW])
+    q = answerer.analyse(f"Which papers study {topic}?")
+    readings = answerer.read(QUESTION, q.text, [h.entry for h in hits])
+    scored = sorted(((h, fused(True, h, r)) for h, r in zip(hits, readings)), key=lambda hp: -hp[1])
+    return scored, found, withheld
+
+
+def members(scored: list[tuple[Hit, float]], sure: float = REVIEW_SURE, likely: float = REVIEW_LIKELY) -> list[Hit]:
+    return [h for h, p in scored if p >= sure] or [h for h, p in scored if p >= likely]
+
+
 def review(answerer: Answerer, topic: str, k: int | None = None,
            progress: Callable[[int | None, str], None] | None = None) -> Review:
     """``progress(total, label)`` announces the number of papers, then each paper."""
     check_length(topic, "topic", 'give a few words, e.g. rag review "bandit algorithms"')
     index = answerer.index
     rv = Review(topic=topic)
-    found = index.search(topic, max(k or REVIEW_POOL, 1))
-    hits, rv.withheld = answerer.readable([h for h in found if h.score >= REFUSE_BELOW])
-    q = answerer.analyse(f"Which papers study {topic}?")
-    readings = answerer.read(QUESTION, q.text, [h.entry for h in hits])
-    read = answerer.select(q, hits, readings, most=len(hits))
-    kept = [h for h, p in read if p >= REVIEW_SURE] or [h for h, p in read if p >= REVIEW_LIKELY]
+    scored, found, rv.withheld = read_topic(answerer, topic, k)
+    kept = members(scored)
     if not kept:
         rv.refused, rv.closest = True, found[:5]
         return rv

@@ -30,6 +30,7 @@ _ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:paper|on
 _NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
 _SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {_NOUN}|the authors)\b", re.I)
 _PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|both)\b", re.I)
+_PLURAL_NOUN = re.compile(rf"\b{_NOUN}s\b", re.I)
 _FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)
 _WH = re.compile(r"^\s*(what|which|who|how|why|when|where|is|are|does|do|can|could|tell|list|show|explain)\b", re.I)
 # "only the protein ones", "just the theoretical ones", "narrow that to the value-based
@@ -97,6 +98,7 @@ class Conversation:
     entries: dict[int, Entry] = field(default_factory=dict)  # citation number -> entry
     _numbers: dict[str, int] = field(default_factory=dict)
     _asked: str | None = None  # what the pipeline is asked, when a fragment becomes a question
+    _found: bool = False  # the turn's paper was found by a search for the label it named
 
     def number(self, entry: Entry) -> int:
         """The entry's citation number in this conversation (assigned once)."""
@@ -126,7 +128,8 @@ class Conversation:
             only = [self.entry(n) for n in dict.fromkeys(refs)]
             return _with_labels(question, only), only
         if last is None:
-            return question, None
+            named = self._labelled(question)
+            return (_with_labels(question, named), named) if named else (question, None)
         cited = [last.answer.cited[n] for n in sorted(last.answer.cited)]
         ordinal = _ORDINAL.search(question)
         if ordinal and cited:
@@ -156,10 +159,14 @@ class Conversation:
         described = _description(question)
         if described:
             # A described paper is one cited in this conversation only if the
-            # description names it; else it is a new search, never the last answer.
-            named = [e for e in self.entries.values() if _names(described, e)]
+            # description names it; else it is a new search, never the last answer,
+            # and answered from one paper when one is described ("the X paper").
+            named = [e for e in self.entries.values() if _names(described, e)] or self._labelled(question)
             return (_with_labels(question, named), named) if named else (question, None)
-        if cited and _PLURAL.search(question):
+        plural = _PLURAL.search(question)
+        # "both" is a reference when there were two or more ("do both use RL?"), not
+        # in "models with both residue and atom structure" after one paper.
+        if cited and plural and (plural.group(1).lower() != "both" or len(cited) > 1):
             return _with_labels(question, cited), cited
         if cited and _SINGULAR.search(question):
             return _with_labels(question, cited[:1]), cited[:1]
@@ -180,6 +187,16 @@ class Conversation:
             return query, None
         return question, None
 
+    def _labelled(self, question: str) -> list[Entry]:
+        """"The restless bandits paper": the one entry retrieved for the question
+        whose label the description names, though the judge may rank another first."""
+        described = _description(question)
+        if not described or _PLURAL_NOUN.search(question):
+            return []
+        named = [h.entry for h in self.answerer.index.search(question, SURVEY.read) if _names(described, h.entry)]
+        self._found = len(named) == 1  # a search that found its paper, as a searched turn
+        return named if self._found else []
+
     def _discussed(self) -> list[Entry]:
         """The paper each turn was about (the one its answer cites first), in order."""
         out: dict[str, Entry] = {}
@@ -191,7 +208,7 @@ class Conversation:
 
     def ask(self, question: str, **callbacks) -> Turn:
         check_length(question)  # before resolving: "only ..." embeds the question
-        self._asked = None
+        self._asked, self._found = None, False
         query, only = self.resolve(question)
         # "compare [1] and [3]" reaches the model as "compare BiLLM and AnyTool".
         spelled = self._asked or _BRACKET.sub(lambda m: self.entry(int(m.group(1) or m.group(2))).label,
@@ -205,7 +222,7 @@ class Conversation:
                             for e in sorted(only, key=self.number)]
             for e in only:
                 answer.cited.setdefault(self.number(e), e)
-        turn = Turn(len(self.turns) + 1, question, query, answer, searched=only is None)
+        turn = Turn(len(self.turns) + 1, question, query, answer, searched=only is None or self._found)
         self.turns.append(turn)
         return turn
 

@@ -79,6 +79,15 @@ def test_a_follow_up_asking_what_the_paper_does_not_report_gets_the_notice(conv)
     assert t.answer.text.startswith("The abstract of DiCo does not report")
 
 
+def test_a_paper_described_by_its_label_is_that_one_and_both_needs_two(conv):
+    # The judge ranks the minimax-regret paper first for this question; the label decides.
+    t = conv.ask("What regret bound does the restless bandits paper get?")
+    assert [e.label for e in t.answer.cited.values()] == ["Restless multi-armed bandits"]
+    # "both" as a determiner after a one-paper answer is a new question, not "them".
+    t = conv.ask("Pre-training protein models with both residue and atom level structure.")
+    assert t.searched and "Restless multi-armed bandits" not in {e.label for e in t.answer.cited.values()}
+
+
 def test_named_and_described_papers_are_searched_for(conv):
     conv.ask("How does RICE refine reinforcement learning agents?")
     t = conv.ask("The satellite one - what is it arguing for?")

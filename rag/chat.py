@@ -28,7 +28,9 @@ _BRACKET = re.compile(r"\[(\d+)\]|\b(?:paper|entry|reference|ref|source)\s+#?(\d
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
 _ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:paper|one|entry|work|result)\b", re.I)
 _NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
-_SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {_NOUN}|the authors)\b", re.I)
+# "Why does that matter for scaling laws?": "that" as a subject, the last answer's point.
+_SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {_NOUN}|the authors|"
+                       rf"(?:does|did|is|was|would|could|can|will) (?:that|this)(?= (?!{_NOUN}s?\b)[a-z]))\b", re.I)
 _PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|both)\b", re.I)
 _PLURAL_NOUN = re.compile(rf"\b{_NOUN}s\b", re.I)
 _FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)

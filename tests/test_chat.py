@@ -28,6 +28,8 @@ def test_pronoun_follow_up_answers_from_the_previous_top_entry(conv):
     assert "BiLLM" in follow.query
     assert [e.label for e in follow.answer.cited.values()] == ["BiLLM"]
     assert list(follow.answer.cited) == [1]  # same number as before
+    why = conv.ask("Why does that matter for deployment on phones?")
+    assert not why.searched and [e.label for e in why.answer.cited.values()] == ["BiLLM"]
 
 
 def test_a_paper_described_by_its_topic_is_searched_for_not_bound_to_the_last_one(conv):

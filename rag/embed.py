@@ -86,7 +86,9 @@ def export_onnx(directory: Path, target: Path) -> None:
     dummy = tuple(torch.ones((1, 8), dtype=torch.long) for _ in range(3))
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {n: {0: "batch", 1: "tokens"} for n in names + ["hidden"]}
-    tmp = target.with_suffix(".tmp")
+    # One temporary file per process: processes that start together on a new data folder
+    # (a search during the first ingest) each export, and must not read another's half-file.
+    tmp = target.with_name(f"{target.stem}.{os.getpid()}.tmp")
     target.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the legacy exporter's notices; checked below instead

@@ -60,7 +60,8 @@ class Index:
         return store
 
     def lexical(self) -> LexicalIndex:
-        """The BM25 index of the current revision: kept in memory, cached on disk."""
+        """The BM25 index of the current revision, memory-mapped from its disk cache (built
+        from every entry only when the revision has none: after a write)."""
         revision = self.store.revision
         if self._lexical is None or self._lexical[0] != revision:
             def load():

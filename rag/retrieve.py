@@ -51,7 +51,9 @@ def candidates(store, lexical: LexicalIndex, qvec: np.ndarray, query: str,
                 best[h.entry_id] = (h.similarity, h.text)
     bm25 = lexical.scores(query)
     row_of = lexical.row_of
-    top_lex = [lexical.ids[r] for r in np.argsort(-bm25)[:_LEXICAL_POOL] if bm25[r] > 0]
+    # The best few without sorting every score (83 ms of a search at 1M entries).
+    pool = np.argpartition(-bm25, _LEXICAL_POOL)[:_LEXICAL_POOL] if len(bm25) > _LEXICAL_POOL else np.arange(len(bm25))
+    top_lex = [lexical.ids[r] for r in pool[np.argsort(-bm25[pool], kind="stable")] if bm25[r] > 0]
     missing = [e for e in (only if only is not None else top_lex) if e not in best]
     for e, h in store.chunk_similarities(qvec, missing).items():
         best[e] = (h.similarity, h.text)

@@ -32,6 +32,10 @@ _FRAME = re.compile(
     r"(?: in (?:the|this) collection)?(?: are there)?"
     r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?"
     r"|(?:papers|works|studies) (?:that|which|on|about)"
+    r"|what(?:'s| is) in (?:the|this) (?:set|collection)(?: on| about)?"
+    r"|what (?:work|research) (?:is there|exists)(?: that| on| about)?"
+    r"|(?:is there )?anything (?:here )?(?:on|about)"
+    r"|which of (?:these|them|the papers)(?: are)?"
     r"|compare(?: the)?)\b",
     re.I)
 _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|their|purpose)\b[^?]*\??\s*$", re.I)

@@ -65,8 +65,10 @@ class Index:
         revision = self.store.revision
         if self._lexical is None or self._lexical[0] != revision:
             def load():
+                # The title too: researchers search by its words ("efficient
+                # inference" for "Early Exiting for Efficient Transformer Inference").
                 entries = self.store.entries()
-                return [e.id for e in entries], [e.text for e in entries]
+                return [e.id for e in entries], [f"{e.title}\n{e.text}" if e.title else e.text for e in entries]
 
             self._lexical = (revision, LexicalIndex.cached(self.settings.data_dir / "cache",
                                                            revision, load))

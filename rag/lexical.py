@@ -32,7 +32,7 @@ import numpy as np
 
 from .text import STOPWORDS, words
 
-_FORMAT = 2  # of the on-disk folder; another value is rebuilt
+_FORMAT = 3  # of the on-disk folder (3: titles indexed); another value is rebuilt
 
 
 def terms(text: str) -> list[str]:

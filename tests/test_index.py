@@ -107,6 +107,20 @@ def test_a_running_process_sees_another_processes_ingest(settings, seeds_copy, e
     assert reader.search("sourdough starter hydration", k=1)[0].entry.label == "Sourdough"
 
 
+def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(
+        '{"title": "Early Exiting for Efficient Transformer Inference", "abstract": "Large transformers '
+        'spend the same computation on every token. We attach classifiers to intermediate layers so that '
+        'confident tokens exit early."}\n'
+        '{"title": "Hard Negative Mining", "abstract": "We sample hard negatives for contrastive learning '
+        'and improve linear probing on ImageNet."}\n')
+    index = Index(settings, embedder=embedder)
+    index.ingest([papers])
+    hit = index.search("efficient inference", k=2)[0]  # both words only in the title
+    assert hit.entry.title.startswith("Early Exiting") and hit.lexical > 0
+
+
 @pytest.mark.parametrize("question, query", [
     ("Which papers use optimal transport as a core tool, and for what purpose?",
      "use optimal transport as a core tool"),

@@ -247,6 +247,19 @@ def ask_stages(answerer: Answerer, recorder: Recorder, probe: Probe, question: s
     return Timing(first, total, sum(c.pieces for c in recorder.calls), ans.timings["judge_s"], st)
 
 
+def setup(stride: int):
+    """Every ``stride``-th question of each kind, a fresh seeds index, the model behind
+    a Recorder, the answerer, and a warm-up question the stride leaves out (so it is
+    not also measured)."""
+    by_kind = {k: _util.questions({k})[::stride] for k in KINDS}
+    index = Index(Settings(data_dir=_util.fresh_dir("bench-answer-")))
+    index.ingest()
+    model = load_model()
+    recorder = Recorder(model)
+    answerer = Answerer(index, recorder, prompts.load())
+    return by_kind, index, model, recorder, answerer, _util.questions({"single"})[1]["question"]
+
+
 def run_phase(answerer, recorder, probe, by_kind, warm_q) -> dict:
     ask(answerer, recorder, warm_q)  # the same KV cache and warm state at the start of each phase
     probe.reset()
@@ -257,13 +270,7 @@ def run_phase(answerer, recorder, probe, by_kind, warm_q) -> dict:
 
 def main_load(args) -> None:
     procs = args.load_procs or os.cpu_count() or 1
-    by_kind = {k: _util.questions({k})[::args.stride] for k in KINDS}
-    index = Index(Settings(data_dir=_util.fresh_dir("bench-answer-")))
-    index.ingest()
-    model = load_model()
-    recorder = Recorder(model)
-    answerer = Answerer(index, recorder, prompts.load())
-    warm_q = _util.questions({"single"})[1]["question"]
+    by_kind, index, model, recorder, answerer, warm_q = setup(args.stride)
     ask(answerer, recorder, warm_q)
     probe = Probe(index, model, answerer)
 
@@ -346,16 +353,8 @@ def main() -> None:
         return main_load(args)
     contention = _util.Contention()
 
-    by_kind = {k: _util.questions({k})[::args.stride] for k in KINDS}
-    index = Index(Settings(data_dir=_util.fresh_dir("bench-answer-")))
-    index.ingest()
-    model = load_model()
-    recorder = Recorder(model)
-    answerer = Answerer(index, recorder, prompts.load())
-
-    # Warm-up: BM25 build, Chroma load, first ONNX and llama.cpp runs. A question
-    # left out by the stride, so it is not also measured.
-    warm_q = _util.questions({"single"})[1]["question"]
+    by_kind, index, model, recorder, answerer, warm_q = setup(args.stride)
+    # Warm-up: BM25 build, Chroma load, first ONNX and llama.cpp runs.
     _, warm_calls = ask(answerer, recorder, warm_q)
 
     ours: dict[str, list[tuple[Timing, list[Call]]]] = {k: [] for k in KINDS}

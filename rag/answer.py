@@ -295,12 +295,18 @@ class Answerer:
         readings = self.read(QUESTION, q.text, [h.entry for h in hits])
         return [h.entry for h, _ in self.select(q, hits, readings, most=len(hits))]
 
+    @staticmethod
+    def rank(q: Query, hits: list[Hit], readings: list[Reading]) -> list[tuple[Hit, float]]:
+        """Every hit with the probability that it answers ``q`` (the judge's reading
+        fused with retrieval), best first."""
+        return sorted(((h, fused(q.survey, h, r)) for h, r in zip(hits, readings)), key=lambda hp: -hp[1])
+
     def select(self, q: Query, hits: list[Hit], readings: list[Reading],
                most: int | None = None) -> list[tuple[Hit, float]]:
         """The entries that answer ``q`` with their fused probability, best first: for a
         single-paper question the best and any other nearly as good; for "Which
         papers ...?" every entry that answers."""
-        scored = sorted(((h, fused(q.survey, h, r)) for h, r in zip(hits, readings)), key=lambda hp: -hp[1])
+        scored = self.rank(q, hits, readings)
         kept = [(h, p) for h, p in scored if p >= (ON_TOPIC if q.survey else ANSWERS)]
         if q.survey:
             # None sure enough: the likely ones, rather than "not covered" for a

@@ -129,8 +129,9 @@ class Conversation:
         if refs:
             only = [self.entry(n) for n in dict.fromkeys(refs)]
             return _with_labels(question, only), only
+        described = _description(question)
         if last is None:
-            named = self._labelled(question)
+            named = self._labelled(question, described)
             return (_with_labels(question, named), named) if named else (question, None)
         cited = [last.answer.cited[n] for n in sorted(last.answer.cited)]
         ordinal = _ORDINAL.search(question)
@@ -158,12 +159,11 @@ class Conversation:
             drop = {e.id for e in self.answerer.on_topic(sub, cited)} if sub and cited else set()
             only = [e for e in cited if e.id not in drop]
             return searched.query, only or None
-        described = _description(question)
         if described:
             # A described paper is one cited in this conversation only if the
             # description names it; else it is a new search, never the last answer,
             # and answered from one paper when one is described ("the X paper").
-            named = [e for e in self.entries.values() if _names(described, e)] or self._labelled(question)
+            named = [e for e in self.entries.values() if _names(described, e)] or self._labelled(question, described)
             return (_with_labels(question, named), named) if named else (question, None)
         plural = _PLURAL.search(question)
         # "both" is a reference when there were two or more ("do both use RL?"), not
@@ -189,10 +189,9 @@ class Conversation:
             return query, None
         return question, None
 
-    def _labelled(self, question: str) -> list[Entry]:
+    def _labelled(self, question: str, described: str | None) -> list[Entry]:
         """"The restless bandits paper": the one entry retrieved for the question
         whose label the description names, though the judge may rank another first."""
-        described = _description(question)
         if not described or _PLURAL_NOUN.search(question):
             return []
         named = [h.entry for h in self.answerer.index.search(question, SURVEY.read) if _names(described, h.entry)]

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from . import compare
-from .answer import REFUSE_BELOW, Answerer, Sentence, fused
+from .answer import REFUSE_BELOW, Answerer, Sentence
 from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
@@ -127,12 +126,11 @@ class Review:
         }
 
 
-def _merges(vectors: np.ndarray) -> list[tuple[list[list[int]], float]]:
+def _merges(sims: np.ndarray) -> list[tuple[list[list[int]], float]]:
     """Average-linkage agglomerative grouping by cosine similarity (tiny n): every
     partition from singletons to one group, each with the similarity of the merge
     that ends it."""
-    clusters = [[i] for i in range(len(vectors))]
-    sims = vectors @ vectors.T
+    clusters = [[i] for i in range(len(sims))]
     out = []
     while len(clusters) > 1:
         best, pair = -2.0, (0, 1)
@@ -173,11 +171,11 @@ def group(entries: list[Entry], vectors: np.ndarray, threshold: float = THEME_SI
     alone). From MIN_THEMED on, a reader expects themes whatever the threshold says:
     the cut into 2 to MAX_THEMES groups of two or more whose papers are closest to
     their own group against the others (silhouette), every paper in a group."""
-    merges = _merges(vectors)
+    sims = vectors @ vectors.T
+    merges = _merges(sims)
     if len(entries) < MIN_THEMED:
         clusters = next(c for c, s in merges if s < threshold)
     else:
-        sims = vectors @ vectors.T
         cuts = [_attach(c, sims) for c, _ in merges
                 if sum(len(g) > 1 for g in c) >= 2]
         cuts = [c for c in cuts if len(c) <= MAX_THEMES] or [merges[-1][0]]
@@ -274,8 +272,7 @@ def read_topic(answerer: Answerer, topic: str, k: int | None = None) -> tuple[li
     hits, withheld = answerer.readable([h for h in found if h.score >= REFUSE_BELOW])
     q = answerer.analyse(f"Which papers study {topic}?")
     readings = answerer.read(QUESTION, q.text, [h.entry for h in hits])
-    scored = sorted(((h, fused(True, h, r)) for h, r in zip(hits, readings)), key=lambda hp: -hp[1])
-    return scored, found, withheld
+    return answerer.rank(q, hits, readings), found, withheld
 
 
 def members(scored: list[tuple[Hit, float]], sure: float = REVIEW_SURE, likely: float = REVIEW_LIKELY) -> list[Hit]:

@@ -2,6 +2,7 @@
 
     python bench/judge.py [eval/questions.jsonl ...] [--split dev]
     python bench/judge.py --fit eval/questions.jsonl:dev eval/holdout.jsonl eval/holdout2.jsonl
+    python bench/judge.py --judge training/judge/work/onnx/judge.int8.onnx ...   # a retrained one
 
 ``--fit`` fits rag/answer.py FUSION (a logistic model over the retrieval score and
 the judge's outputs, for single-paper and survey questions) on the files given,
@@ -35,7 +36,7 @@ from rag.answer import Answerer
 from rag.config import Settings
 from rag.evaluate import load_questions
 from rag.index import Index
-from rag.judge import QUESTION
+from rag.judge import QUESTION, Judge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "judge"))
 from train import auc  # noqa: E402
@@ -140,11 +141,12 @@ def main() -> None:
                     help="question files, each optionally FILE:dev or FILE:test for a split")
     ap.add_argument("--fit", action="store_true", help="fit FUSION on these files and report with it")
     ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--judge", type=Path, default=None, help="another judge ONNX file (a retrained one)")
     args = ap.parse_args()
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
     index = Index(settings)
     index.ensure_ingested()
-    answerer = Answerer(index, model=None, prompts=None)
+    answerer = Answerer(index, model=None, prompts=None, judge=Judge(args.judge) if args.judge else None)
     sets = []
     for f in args.files:
         path, _, split = f.partition(":")

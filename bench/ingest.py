@@ -59,8 +59,8 @@ def main() -> None:
     warm = Index(Settings(data_dir=warm_dir), embedder=embedder)
     warm.ingest()
     warmup_s = time.perf_counter() - t0
-    # Exactly the texts ours embeds, as stored.
-    texts = warm.store._chunks.get(include=["documents"])["documents"]
+    # Exactly the texts ours embeds.
+    texts = [c.text for e in warm.store.entries() for c in warm.chunks(e)]
 
     from sentence_transformers import SentenceTransformer
 

@@ -8,6 +8,7 @@ a statement spanning a boundary is still embedded whole somewhere.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from .records import Chunk, Entry
@@ -59,5 +60,17 @@ def chunk_entry(entry: Entry, count: TokenCounter, max_tokens: int = 200,
         start = max(end - overlap, start + 1)
         while start < end and sum(sizes[start:end]) + sizes[end] > max_tokens:
             start += 1
-    return [Chunk(id=f"{entry.id}:{i}", entry_id=entry.id, index=i,
-                  text=" ".join(units[a:b])) for i, (a, b) in enumerate(windows)]
+    spans = _spans(entry.text, units)
+    return [Chunk(id=f"{entry.id}:{i}", entry_id=entry.id, index=i, text=" ".join(units[a:b]),
+                  start=spans[a][0], end=spans[b - 1][1]) for i, (a, b) in enumerate(windows)]
+
+
+def _spans(text: str, units: list[str]) -> list[tuple[int, int]]:
+    """Where each unit lies in ``text``: units are its sentences (or word runs of a
+    long one) in order, whitespace aside."""
+    out, at = [], 0
+    for u in units:
+        m = re.compile(r"\s+".join(map(re.escape, u.split()))).search(text, at)
+        start, at = (m.start(), m.end()) if m else (at, at)  # never: units come from text
+        out.append((start, at))
+    return out

@@ -114,30 +114,49 @@ class Entry:
             ([f"title:{self.title_key}"] if self.title_key else [])
 
     def metadata(self) -> dict[str, str | int]:
-        """Flat metadata as stored next to the vectors (Chroma takes scalars only)."""
-        meta = {k: v for k, v in asdict(self).items() if k not in ("text", "source", "id")}
-        meta.update(path=self.source.path, ordinal=self.source.ordinal, tkey=self.title_key)
+        """Flat metadata as stored next to the vectors (Chroma takes scalars only).
+        Empty fields are left out: each is a row of its own in Chroma's SQLite
+        (about a tenth of an index's size when most entries have only an abstract)."""
+        meta = {k: v for k, v in asdict(self).items() if k not in ("text", "source", "id") and v != ""}
+        meta.update(path=self.source.path, ordinal=self.source.ordinal)
+        if self.title_key:
+            meta["tkey"] = self.title_key
         return meta
 
     @classmethod
-    def from_metadata(cls, id: str, text: str, meta: dict) -> "Entry":
-        fields = {k: str(meta.get(k, "") or "") for k in
-                  ("label", "title", "venue", "authors", "year", "url", "doi", "key", "kind",
-                   "pages", "volume", "publisher")}
+    def from_metadata(cls, id: str, text: str | None, meta: dict) -> "Entry":
+        """An entry as stored: its text is the row's document in indexes written before
+        format 2, and its "text" metadata since."""
+        text = text if text is not None else str(meta.get("text", ""))
+        fields = {k: str(meta.get(k, "") or "") for k in OPTIONAL}
         if fields["label"].endswith("…") and not fields["title"]:
             fields["label"] = labels.label(text)  # stored before labels named subjects
         return cls(id=id, text=text, source=Source(str(meta["path"]), int(meta["ordinal"])),
                    **fields)
 
 
+# The metadata fields an entry may leave empty (and that are then not stored).
+OPTIONAL = ("label", "title", "venue", "authors", "year", "url", "doi", "key", "kind", "pages",
+            "volume", "publisher")
+
+
 @dataclass(frozen=True)
 class Chunk:
-    """A window of an entry's sentences small enough for the embedder."""
+    """A window of an entry's sentences small enough for the embedder; ``start`` and
+    ``end`` are its place in the entry's text, which is what the store keeps."""
 
     id: str
     entry_id: str
     index: int
     text: str
+    start: int = 0
+    end: int = 0
+
+    @staticmethod
+    def cut(text: str, start: int, end: int) -> str:
+        """The chunk's text from its entry's text (whitespace runs as one space, as
+        the chunker joins its sentences)."""
+        return " ".join(text[start:end].split())
 
 
 @dataclass(frozen=True)

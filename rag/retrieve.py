@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .lexical import LexicalIndex, terms
 from .records import Hit
 from .text import sentences
+
+if TYPE_CHECKING:
+    from .store import ChunkHit
 
 # Fitted by bench/calibrate.py (logistic regression, dev split); see its output.
 WEIGHTS = {"bias": -8.356, "dense": 10.057, "bm25": 1.257, "coverage": 5.028}
@@ -33,7 +37,7 @@ class Candidate:
     dense: float
     bm25: float
     coverage: float
-    chunk: str
+    chunk: ChunkHit  # the best-matching chunk
 
     def logit(self, w: dict[str, float] = WEIGHTS) -> float:
         return (w["bias"] + w["dense"] * self.dense + w["bm25"] * self.bm25
@@ -44,24 +48,23 @@ def candidates(store, lexical: LexicalIndex, qvec: np.ndarray, query: str,
                only: list[str] | None = None) -> list[Candidate]:
     """Every entry that either signal puts near the top (or exactly the entries
     ``only``), with all three signals."""
-    best: dict[str, tuple[float, str]] = {}
+    best: dict[str, ChunkHit] = {}
     if only is None:
         for h in store.query_chunks(qvec, _DENSE_POOL):
-            if h.entry_id not in best or h.similarity > best[h.entry_id][0]:
-                best[h.entry_id] = (h.similarity, h.text)
+            if h.entry_id not in best or h.similarity > best[h.entry_id].similarity:
+                best[h.entry_id] = h
     bm25 = lexical.scores(query)
     row_of = lexical.row_of
     # The best few without sorting every score (83 ms of a search at 1M entries).
     pool = np.argpartition(-bm25, _LEXICAL_POOL)[:_LEXICAL_POOL] if len(bm25) > _LEXICAL_POOL else np.arange(len(bm25))
     top_lex = [lexical.ids[r] for r in pool[np.argsort(-bm25[pool], kind="stable")] if bm25[r] > 0]
     missing = [e for e in (only if only is not None else top_lex) if e not in best]
-    for e, h in store.chunk_similarities(qvec, missing).items():
-        best[e] = (h.similarity, h.text)
+    best.update(store.chunk_similarities(qvec, missing))
     ids = [e for e in best if e in row_of]
     rows = [row_of[e] for e in ids]
     top = float(bm25.max()) if len(bm25) else 0.0
     cover = lexical.coverage(query, rows)
-    return [Candidate(e, best[e][0], float(bm25[r]) / top if top > 0 else 0.0, c, best[e][1])
+    return [Candidate(e, best[e].similarity, float(bm25[r]) / top if top > 0 else 0.0, c, best[e])
             for e, r, c in zip(ids, rows, cover)]
 
 
@@ -86,5 +89,5 @@ def rank(store, lexical: LexicalIndex, qvec: np.ndarray, query: str, k: int,
         cands = sorted(cands, key=lambda c: only.index(c.entry_id))
     entries = {e.id: e for e in store.entries([c.entry_id for c in cands])}
     return [Hit(entry=entries[c.entry_id], score=score(c), dense=c.dense, lexical=c.bm25,
-                snippet=snippet(c.chunk, query, lexical), rank=i)
+                snippet=snippet(c.chunk.text_in(entries[c.entry_id]), query, lexical), rank=i)
             for i, c in enumerate(cands, 1) if c.entry_id in entries]

@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 
 from .errors import IndexMismatchError, RagError, ServerError, StoreError
-from .records import Chunk, Entry
+from .records import OPTIONAL, Chunk, Entry
 
 # Chroma's own telemetry and default embedding function are never used: set before
 # chromadb is imported.
@@ -51,8 +51,17 @@ class IndexInfo:
 @dataclass(frozen=True)
 class ChunkHit:
     entry_id: str
-    text: str
+    text: str  # "" when the store keeps the chunk's place only: see :meth:`text_in`
     similarity: float  # cosine similarity in [-1, 1]
+    span: tuple[int, int] = (0, 0)
+
+    def text_in(self, entry: Entry) -> str:
+        return self.text or Chunk.cut(entry.text, *self.span)
+
+
+def _chunk_hit(document: str | None, meta: dict, similarity: float) -> ChunkHit:
+    return ChunkHit(str(meta["entry_id"]), document or "", similarity,
+                    (int(meta.get("start", 0)), int(meta.get("end", 0))))
 
 
 def _client(data_dir: Path, url: str = "", token: str = ""):
@@ -405,7 +414,7 @@ class Store:
         # count scans every chunk row (20-80 ms at 260k chunks), once per new process.
         res = self._chunks.query(query_embeddings=[vector.tolist()], n_results=n,
                                  include=["documents", "metadatas", "distances"])
-        return [ChunkHit(str(m["entry_id"]), d, 1.0 - float(dist))
+        return [_chunk_hit(d, m, 1.0 - float(dist))
                 for d, m, dist in zip(res["documents"][0], res["metadatas"][0], res["distances"][0])]
 
     @_reads
@@ -428,7 +437,7 @@ class Store:
         for d, m, s in zip(got["documents"], got["metadatas"], sims):
             e = str(m["entry_id"])
             if e not in out or s > out[e].similarity:
-                out[e] = ChunkHit(e, d, float(s))
+                out[e] = _chunk_hit(d, m, float(s))
         return out
 
     def chunk_count(self) -> int:
@@ -439,7 +448,13 @@ class Store:
 
     # -- writing ----------------------------------------------------------------
     def add(self, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Add entries with their chunks and chunk vectors (rows in chunk order)."""
+        """Add entries with their chunks and chunk vectors (rows in chunk order).
+
+        No row has a Chroma "document": Chroma indexes every document for full-text
+        search (a third of an index's size), which this project never uses, since
+        BM25 (rag/lexical.py) does its own. An entry's text is a metadata string, and
+        a chunk is its place in that text. Indexes written before keep their
+        documents, and reads take either."""
         by_entry: dict[str, list[int]] = {}
         for row, c in enumerate(chunks):
             by_entry.setdefault(c.entry_id, []).append(row)
@@ -450,23 +465,24 @@ class Store:
         for a in range(0, len(chunks), self._batch):
             part = chunks[a:a + self._batch]
             self._chunks.upsert(ids=[c.id for c in part], embeddings=vectors[a:a + self._batch],
-                                documents=[c.text for c in part],
-                                metadatas=[{"entry_id": c.entry_id, "index": c.index} for c in part])
+                                metadatas=[{"entry_id": c.entry_id, "index": c.index, "start": c.start,
+                                            "end": c.end} for c in part])
         for a in range(0, len(entries), self._batch):
             part = entries[a:a + self._batch]
             self._entries.upsert(ids=[e.id for e in part], embeddings=np.asarray(means[a:a + self._batch]),
-                                 documents=[e.text for e in part],
-                                 metadatas=[e.metadata() | {"chunks": len(by_entry[e.id])}
+                                 metadatas=[e.metadata() | {"chunks": len(by_entry[e.id]), "text": e.text}
                                             for e in part])
         self._touch()
 
     def update_metadata(self, entries: Iterable[Entry]) -> None:
-        """New positions of unchanged entries (Chroma merges the given keys, so the
-        chunk count stays)."""
+        """New positions of unchanged entries. Chroma merges the given keys, so the
+        chunk count and the text stay; a field now empty is given as None, which
+        removes it."""
         entries = list(entries)
         for a in range(0, len(entries), self._batch):
             part = entries[a:a + self._batch]
-            self._entries.update(ids=[e.id for e in part], metadatas=[e.metadata() for e in part])
+            self._entries.update(ids=[e.id for e in part],
+                                 metadatas=[dict.fromkeys(OPTIONAL + ("tkey",)) | e.metadata() for e in part])
         if entries:
             self._touch()
 

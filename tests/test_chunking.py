@@ -5,7 +5,7 @@ from __future__ import annotations
 from rag.chunking import chunk_entry
 from rag.config import DEFAULT_SEEDS
 from rag.corpus import discover, read_file
-from rag.records import Entry, Source
+from rag.records import Chunk, Entry, Source
 from rag.text import sentences
 
 
@@ -46,3 +46,18 @@ def test_real_seed_chunks_fit_minilm(embedder):
             assert all(embedder.count_tokens(c.text) <= 256 for c in chunks)
             joined = " ".join(c.text for c in chunks)
             assert all(s in joined for s in sentences(e.text))
+
+
+def test_a_chunk_is_its_place_in_the_entry_text():
+    # The store keeps where a chunk lies, not its text: the place must give it back,
+    # line breaks and a sentence cut into word runs included.
+    text = "First line\nof a sentence.  Second one here. " + "word " * 120 + "end. Last one."
+    for c in chunk_entry(_entry(text), count_words, 40, overlap=1):
+        assert Chunk.cut(text, c.start, c.end) == " ".join(c.text.split())
+
+
+def test_real_seed_chunks_are_their_place_in_the_text(embedder):
+    for f in discover([DEFAULT_SEEDS])[0]:
+        for e in read_file(f).entries:
+            for c in chunk_entry(e, embedder.count_tokens, 200, 1):
+                assert Chunk.cut(e.text, c.start, c.end) == c.text

@@ -10,6 +10,7 @@ from rag.config import Settings
 from rag.errors import IndexMismatchError
 from rag.formats import FORMATS
 from rag.index import Index
+from rag.records import Chunk
 from rag.store import IndexInfo, Store
 from rag.text import focus
 
@@ -154,3 +155,64 @@ def test_rebuild_of_an_index_that_recorded_no_sources_never_swaps_in_the_seeds(s
     with pytest.raises(UsageError, match="does not record the files it was built from"):
         Index(settings, embedder=embedder).ingest(rebuild=True)
     assert Index(settings, embedder=embedder).store.count() == 57  # nothing dropped
+
+
+def _sqlite_rows(settings, sql: str) -> list:
+    import sqlite3
+
+    with sqlite3.connect(settings.data_dir / "chroma" / "chroma.sqlite3") as db:
+        return db.execute(sql).fetchall()
+
+
+def test_the_store_writes_no_chroma_documents_and_reads_its_text_back(settings, seeds_copy, embedder):
+    # Chroma indexes every document for full-text search, a third of the index's
+    # size that nothing here uses: entry text is metadata, a chunk its place in it.
+    index = Index(settings, embedder=embedder)
+    index.ingest([seeds_copy])
+    assert _sqlite_rows(settings, "select count(*) from embedding_metadata where key = 'chroma:document'") == [(0,)]
+    # Empty fields are not stored (the seeds have no title, authors, year, ...).
+    assert _sqlite_rows(settings, "select count(*) from embedding_metadata where key = 'title'") == [(0,)]
+    entries = index.store.entries()
+    assert len(entries) == 57 and all(len(e.text) > 200 for e in entries)
+    hit = index.search("1-bit post-training quantization of large language models", k=1)[0]
+    assert hit.entry.label == "BiLLM" and hit.snippet in hit.entry.text
+
+
+def test_an_index_written_with_documents_is_still_read(settings, seeds_copy, embedder):
+    # Indexes written before this format keep their documents and empty fields.
+    index = Index(settings, embedder=embedder)
+    index.ingest([seeds_copy])
+    store = index.store
+    entries = store.entries()
+    chunks = store._chunks.get(include=["metadatas", "embeddings"])
+    by_id = {e.id: e for e in entries}
+    # Chroma's upsert merges metadata: rows are written anew, as the old format had them.
+    store._chunks.delete(ids=chunks["ids"])
+    store._chunks.add(ids=chunks["ids"], embeddings=chunks["embeddings"], documents=[
+        Chunk.cut(by_id[m["entry_id"]].text, m["start"], m["end"]) for m in chunks["metadatas"]],
+        metadatas=[{"entry_id": m["entry_id"], "index": m["index"]} for m in chunks["metadatas"]])
+    rows = store._entries.get(ids=list(by_id), include=["metadatas", "embeddings"])
+    store._entries.delete(ids=rows["ids"])
+    store._entries.add(ids=rows["ids"], embeddings=rows["embeddings"],
+                          documents=[by_id[i].text for i in rows["ids"]],
+                          metadatas=[{k: v for k, v in m.items() if k != "text"} | {"title": ""}
+                                     for m in rows["metadatas"]])
+    assert not any("text" in m or "start" in m for m in store._entries.get(include=["metadatas"])["metadatas"]
+                   + store._chunks.get(include=["metadatas"])["metadatas"])
+    old = Index(settings, embedder=embedder)
+    assert sorted(e.text for e in old.store.entries()) == sorted(e.text for e in entries)
+    hit = old.search("1-bit post-training quantization of large language models", k=1)[0]
+    assert hit.entry.label == "BiLLM" and hit.snippet in hit.entry.text
+
+
+def test_a_moved_entry_loses_a_field_now_empty(settings, embedder, tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    first = '{"title": "Sourdough", "year": "2020", "abstract": "We study sourdough starter hydration."}\n'
+    other = '{"title": "Rye", "abstract": "We study rye bread crumb structure and rise."}\n'
+    papers.write_text(other + first)
+    index = Index(settings, embedder=embedder)
+    index.ingest([papers])
+    papers.write_text(first.replace('"year": "2020", ', "") + other)  # moved, year gone
+    index.ingest([papers])
+    entry = next(e for e in index.store.entries() if e.title == "Sourdough")
+    assert (entry.source.ordinal, entry.year) == (1, "")

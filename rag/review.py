@@ -29,7 +29,7 @@ from .lexical import terms
 from .query import check_length
 from .records import Entry, Hit
 from .safety import strip_control
-from .text import words
+from .text import URL, words
 
 REVIEW_POOL = 30  # entries retrieved, then read by the judge
 # A review keeps the papers the judge is sure are on the topic (fused probability,
@@ -47,9 +47,33 @@ MAX_THEMES = 4
 
 
 @dataclass
+class Relation:
+    """A sentence that relates a theme's papers: a frame the code owns around what
+    each paper says in its own words, every paper cited where it is named."""
+
+    frame: str  # "{papers} all address …", or the lead before a list of quotes
+    papers: list[tuple[Entry, str]]  # each paper with its quoted words ("" when none)
+    others: list[Entry] = field(default_factory=list)  # named by "{others}"
+
+    def render(self, mark: Callable[[Entry], str]) -> str:
+        def named(e: Entry) -> str:
+            return f"{strip_control(e.label)[0]} {mark(e)}"
+
+        def listed(es: list[Entry]) -> str:
+            names = [named(e) for e in es]
+            return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+        if "{papers}" in self.frame:
+            return self.frame.format(papers=listed([e for e, _ in self.papers]),
+                                     others=listed(self.others) if self.others else "")
+        return self.frame + " " + "; ".join(f"{named(e)}: “{q}”" for e, q in self.papers) + "."
+
+
+@dataclass
 class Theme:
     name: str
     entries: list[Entry]
+    relations: list[Relation] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +123,8 @@ class Review:
                   f"{', in ' + str(len(self.themes)) + ' themes: ' + names if len(self.themes) > 1 else ''}.", ""]
         for t in self.themes:
             lines += [f"## {t.name}", ""]
+            if t.relations:
+                lines += [" ".join(r.render(mark) for r in t.relations), ""]
             for e in t.entries:
                 body = " ".join(s.render(mark(e)) for s in self.statements[e.id])
                 lines += [f"- **{e.label}** — {body}"]
@@ -117,7 +143,9 @@ class Review:
     def to_json(self, cite_style: str = "numeric") -> dict:
         return {
             "topic": self.topic,
-            "themes": [{"name": t.name, "entries": [e.id for e in t.entries]} for t in self.themes],
+            "themes": [{"name": t.name, "entries": [e.id for e in t.entries],
+                        "synthesis": [r.render(lambda e: f"[{self.numbers[e.id]}]") for r in t.relations]}
+                       for t in self.themes],
             "markdown": self.markdown(cite_style),
             "citations": [{"n": self.numbers[e.id], **e.to_json()} for e in self.cited],
             "refused": self.refused,
@@ -194,7 +222,7 @@ def themes(entries: list[Entry], vectors: np.ndarray, clusters: list[list[int]],
     rest = [entries[i] for c in clusters if len(c) == 1 for i in c]
     named = [Theme(theme_name([entries[i] for i in c], vectors[c], vectors, topic, idf, embed),
                    [entries[i] for i in c]) for c in groups]
-    return named + ([Theme("Other papers", rest)] if rest else [])
+    return named + ([Theme(OTHERS, rest)] if rest else [])
 
 
 # A word in more than a quarter of the abstracts ("learning", "results") names no
@@ -203,15 +231,16 @@ GENERIC_IDF = math.log(4)
 # A name is a noun phrase: it does not end on an adjective ("graph neural",
 # "generative adversarial", "molecular"), told by its suffix, nor consist of words
 # that praise or hedge rather than name ("state-of-the-art", "novel").
-_ADJECTIVE = re.compile(r"(?:al|ic|ive|ous|ary|ar|able|ible|less|ful|ant|ent|istic)$")
+_ADJECTIVE = re.compile(r"(?:al|ic|ive|ous|ary|ar|able|ible|less|ful|ant|ent|istic|[^e]ed)$")
 _NOT_NAMES = frozenset("""state-of-the-art novel existing various different new large small high low
 deep stochastic efficient effective recent previous prior current significant strong weak
 robust simple general specific key main multiple several many based propose proposed
-outperform achieve improve show demonstrate provide enable establish made unique""".split())
+outperform achieve improve show demonstrate provide enable establish made unique
+one two three four five six seven eight nine ten first second third""".split())
 # Words that name a theme only inside a phrase ("language models", not "models").
 _VAGUE = frozenset("""impact prediction output example position standard online addition rule
 setting problem method approach framework task model result paper work study probability
-information data performance training""".split())
+information data performance training processing""".split())
 # One word names a theme only when it is rare in the collection (a tenth of the
 # abstracts at most) and half the theme's papers use it: "weight" or "addition"
 # alone name nothing.
@@ -236,7 +265,7 @@ def theme_name(members: list[Entry], vectors: np.ndarray, everyone: np.ndarray, 
     holders: dict[tuple[str, ...], set[int]] = {}
     for m, e in enumerate(members):
         toks: list[str | None] = []
-        raw = words(e.text)
+        raw = words(URL.sub(" ", e.text))  # "https github.com" names no theme
         for w in raw:
             t = terms(w)[:1]
             ok = bool(t) and len(t[0]) > 3 and not t[0].isdigit() and not t[0].endswith("ly")
@@ -305,4 +334,68 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
             rv.statements[e.id] = answerer.evidence(e, n, question, quotes=0,
                                                     prompt=("review.user", {"topic": topic}))
     rv.table = [compare.row(e, answerer.sentences(e), answerer.fit) for e in rv.cited]
+    rows = {r.entry.id: r for r in rv.table}
+    for theme in rv.themes:
+        if len(theme.entries) > 1 and theme.name != OTHERS:
+            theme.relations = relate(theme, [rows[e.id] for e in theme.entries], answerer)
     return rv
+
+
+OTHERS = "Other papers"
+RELATED_WORDS = 16  # of a paper's own words quoted in a theme's synthesis
+# What kind of result a paper reports, from its result cell: a theorem or bound,
+# or a measurement.
+_THEORY = re.compile(r"\b(?:we (?:prove|derive|establish)|proofs?\b|theorem|guarantee|"
+                     r"(?:upper|lower|minimax|regret|error) bounds?\b)", re.I)
+_MEASURED = re.compile(r"\d")
+
+
+def _phrase_in(phrase: tuple[str, ...], sentences: list[str]) -> bool:
+    n = len(phrase)
+    for s in sentences:
+        t = terms(s)
+        if any(tuple(t[i:i + n]) == phrase for i in range(len(t) - n + 1)):
+            return True
+    return False
+
+
+def _role(row: compare.Row, column: str, answerer: Answerer) -> str:
+    """The role (rag/roles.py) of the sentence a table cell quotes; "" for none."""
+    sents = answerer.sentences(row.entry)
+    for s, r in zip(sents, answerer.roles(row.entry)):
+        if compare.cut(s) == row.cells[column]:
+            return r
+    return ""
+
+
+def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Relation]:
+    """Two or three sentences that relate a theme's papers, all from their own words:
+    what they share (the theme's name, where each paper states it outside its
+    background), how their approaches differ (each one's approach, quoted), and
+    what kind of result each reports (measured against proved) with its words."""
+    out: list[Relation] = []
+    phrase = tuple(t for w in theme.name.split() for t in terms(w)[:1])
+    sharing = [e for e in theme.entries if phrase and _phrase_in(
+        phrase, [s for s, r in zip(answerer.sentences(e), answerer.roles(e)) if r != "background"])]
+    if len(sharing) >= 2:
+        everyone = "all " if len(sharing) == len(theme.entries) else ""
+        out.append(Relation(f"{{papers}} {everyone}address {theme.name.lower()}.",
+                            [(e, "") for e in sharing]))
+    # A cell is quoted here only when its sentence plays the column's part in the
+    # abstract (the tagger's role), since a frame that says "approach" vouches for it.
+    approaches = [(r.entry, compare.cut(r.cells["approach"], RELATED_WORDS)) for r in rows
+                  if _role(r, "approach", answerer) in ("contribution", "method")]
+    if len(approaches) >= 2:
+        out.append(Relation("They differ in approach:", approaches))
+    results = [r for r in rows if _role(r, "result", answerer) == "result"]
+    proved = [r for r in results if _THEORY.search(r.cells["result"])]
+    measured = [r for r in results if r not in proved and _MEASURED.search(r.cells["result"])]
+    if proved and measured:
+        out.append(Relation(f"{{papers}} {'prove' if len(proved) > 1 else 'proves'} {'their' if len(proved) > 1 else 'its'} "
+                            f"results, while {{others}} {'measure' if len(measured) > 1 else 'measures'} "
+                            f"{'theirs' if len(measured) > 1 else 'its'}.",
+                            [(r.entry, "") for r in proved], [r.entry for r in measured]))
+    elif len(results) >= 2:
+        out.append(Relation("Their main results:",
+                            [(r.entry, compare.cut(r.cells["result"], RELATED_WORDS)) for r in results]))
+    return out

@@ -40,6 +40,23 @@ def test_review_covers_the_topic_and_cites_every_reference_once(answerer):
     assert len(rv.themes) > 1 or rv.themes[0].name == "Bandits"  # one group is the topic
 
 
+def test_theme_synthesis_relates_its_papers_in_their_own_words(answerer):
+    rv = review(answerer, "large language models")  # enough papers for themes
+    related = [t for t in rv.themes if t.relations]
+    assert related
+    md = rv.markdown()
+    for t in related:
+        members = {e.id for e in t.entries}
+        for r in t.relations:
+            cited = [e for e, _ in r.papers] + r.others
+            assert len(cited) >= 2 and {e.id for e in cited} <= members
+            for e, quote in r.papers:  # quotes are the paper's words, cut at "…"
+                assert all(p.strip()[1:] in e.text for p in quote.split("…") if p.strip())
+            assert r.render(lambda e: f"[{rv.numbers[e.id]}]") in md
+    assert all(r.render(lambda e: f"[@{rv.keys()[e.id]}]") in rv.markdown("pandoc")
+               for t in related for r in t.relations)
+
+
 def test_bibtex_has_exactly_the_cited_entries_and_round_trips(answerer, tmp_path):
     rv = review(answerer, "optimal transport")
     lib = bibtexparser.parse_string(rv.bibtex())

@@ -12,6 +12,10 @@ supports the claim, ``about`` 1 when the question is about the passage's paper
 - near-topic question x every window: answers 0, about 0;
 - any question x windows of another record of the same field, sharing the most
   words with it: answers 0, about 0 (hard negatives across papers);
+- a topic phrase as a survey question ("Which papers study X?") x the window
+  holding the paper's first contribution sentence: answers 1, about 1; x another
+  window: about 1 only; a close non-topic x that window: answers 0, about 0; the
+  narrow topic x the closest paper of the same field: answers 0, about 0;
 - supported claim x window holding its evidence: answers 1; x windows holding
   none of it: 0; unsupported claim x the window its twin is checked against: 0;
 - single sentences as well as windows, since the pipeline also reads sentences.
@@ -123,12 +127,28 @@ def record_pairs(rec: dict, others: list[dict], rng: random.Random) -> list[Pair
         ospans = windows(len(other["sentences"]))
         add(QUESTION, q["q"], rng.choice(ospans), 0, 0, "q-other-paper", other)
 
-    # Survey questions: the question is about every paper on its topic (which window
-    # shows it is left to the max over windows, so "answers" is not defined).
+    # Survey questions: the question is about every paper on its topic, and the
+    # window that says what the paper contributes answers it; another window may or
+    # may not show the topic, so there "answers" is not defined.
+    roles = rec.get("roles", [])
+    first = roles.index("contribution") if "contribution" in roles else 0
+    shows = [sp for sp in windows(len(sents)) if sp[0] <= first < sp[1]]
     for topic in rec.get("topics", []):
-        add(QUESTION, rng.choice(SURVEY_FORMS).format(topic), rng.choice(spans), -1, 1, "q-topic")
+        form = rng.choice(SURVEY_FORMS).format(topic)
+        add(QUESTION, form, rng.choice(shows), 1, 1, "q-topic")
+        add(QUESTION, form, rng.choice(spans), -1, 1, "q-topic-any")
     for topic in rec.get("not_topics", []):
-        add(QUESTION, rng.choice(SURVEY_FORMS).format(topic), rng.choice(spans), 0, 0, "q-not-topic")
+        add(QUESTION, rng.choice(SURVEY_FORMS).format(topic), rng.choice(shows), 0, 0, "q-not-topic")
+    # The narrow topic (the third) against the closest paper of the same field: the
+    # writers never put two papers on one narrow problem, so it is not about that one.
+    if len(rec.get("topics", [])) >= 3:
+        narrow = rec["topics"][2]
+        same = [o for o in others if o["field"] == rec["field"] and o["id"] != rid] or others
+        nw = _words(narrow + " " + " ".join(sents))
+        other = max(same, key=lambda o: len(nw & _words(" ".join(o["sentences"]))))
+        ospans = windows(len(other["sentences"]))
+        add(QUESTION, rng.choice(SURVEY_FORMS).format(narrow), rng.choice(ospans), 0, 0,
+            "q-topic-other-paper", other)
 
     claims = rec["claims"]
     checked_on: dict[int, tuple[int, int]] = {}

@@ -154,6 +154,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--init", type=Path, default=None,
                     help="start from the model weights of this checkpoint (a second stage)")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="also evaluate this ONNX judge (the one shipped before) on the same validation pairs")
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
@@ -239,6 +241,10 @@ def main() -> None:
         j = Judge(path, threads=args.threads)
         metrics[name] = evaluate(j.score([p.first for p in val], [p.second for p in val]), val)
         metrics[name]["file_mb"] = round(path.stat().st_size / 2**20, 1)
+    if args.baseline:
+        j = Judge(args.baseline, threads=args.threads)
+        metrics["validation_baseline"] = evaluate(j.score([p.first for p in val], [p.second for p in val]), val)
+        metrics["validation_baseline"]["file"] = str(args.baseline)
     target = args.work / "tiny-onnx" if args.tiny else args.out
     target.mkdir(parents=True, exist_ok=True)
     if not args.tiny:

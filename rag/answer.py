@@ -49,7 +49,7 @@ REFUSE_BELOW = 0.02
 # and the judge's two outputs (all as logits), one for single-paper questions and
 # one for "Which papers ...?"; fitted by bench/judge.py --fit on the dev questions
 # (eval/questions.jsonl dev split, eval/holdout.jsonl, eval/holdout2.jsonl).
-FUSION = {"single": (0.282, 0.547, 0.438, -0.199), "survey": (2.554, 1.149, 0.362, 0.452)}
+FUSION = {"single": (0.359, 0.635, 0.843, -0.412), "survey": (1.13, 1.097, -0.008, 0.369)}
 ANSWERS = 0.08  # fused probability above which an entry answers a single-paper question
 # ... and above which an entry belongs to a "Which papers ...?" answer. 0.4 rather than
 # the 0.2 that recall favoured: on the multi questions of the tuning sets precision

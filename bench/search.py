@@ -140,7 +140,7 @@ def paged_corpus(store, page: int = 10_000) -> tuple[list[str], list[str]]:
     rows = []
     for offset in range(0, store.count(), page):
         got = store._entries.get(limit=page, offset=offset, include=["documents", "metadatas"])
-        rows += [(str(m["path"]), int(m["ordinal"]), i, d if d is not None else m["text"])
+        rows += [(str(m["path"]), int(m["ordinal"]), i, Entry.from_metadata(i, d, m).text)
                  for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
     rows.sort()
     return [r[2] for r in rows], [r[3] for r in rows]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .records import Entry
 
@@ -57,6 +57,7 @@ _OPENER = re.compile(r"^(?:in this (?:paper|work)|here|specifically|to this end|
 class Row:
     entry: Entry
     cells: dict[str, str]  # column -> quoted (possibly cut) sentence, or NOT_STATED
+    sources: dict[str, int] = field(default_factory=dict)  # column -> index of its sentence
 
 
 def cut(sentence: str, most: int = MAX_WORDS) -> str:
@@ -93,6 +94,7 @@ def row(entry: Entry, sentences: list[str], score) -> Row:
               for c, q in COLUMNS.items()}
     taken: set[int] = set()
     cells: dict[str, str] = {}
+    sources: dict[str, int] = {}
     pending = list(COLUMNS)
     while pending:
         col, i, best = max(((c, i, float(s)) for c in pending for i, s in enumerate(scores[c])
@@ -102,9 +104,10 @@ def row(entry: Entry, sentences: list[str], score) -> Row:
                 cells[c] = NOT_STATED
             break
         cells[col] = cut(sentences[i])
+        sources[col] = i
         taken.add(i)
         pending.remove(col)
-    return Row(entry, {c: cells[c] for c in COLUMNS})
+    return Row(entry, {c: cells[c] for c in COLUMNS}, sources)
 
 
 def markdown(rows: list[Row], mark) -> list[str]:

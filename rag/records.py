@@ -125,8 +125,8 @@ class Entry:
 
     @classmethod
     def from_metadata(cls, id: str, text: str | None, meta: dict) -> "Entry":
-        """An entry as stored: its text is the row's document in indexes written before
-        format 2, and its "text" metadata since."""
+        """An entry as stored: its text is the row's document in indexes written while
+        the store wrote Chroma documents, and its "text" metadata since."""
         text = text if text is not None else str(meta.get("text", ""))
         fields = {k: str(meta.get(k, "") or "") for k in OPTIONAL}
         if fields["label"].endswith("…") and not fields["title"]:

@@ -360,11 +360,8 @@ def _phrase_in(phrase: tuple[str, ...], sentences: list[str]) -> bool:
 
 def _role(row: compare.Row, column: str, answerer: Answerer) -> str:
     """The role (rag/roles.py) of the sentence a table cell quotes; "" for none."""
-    sents = answerer.sentences(row.entry)
-    for s, r in zip(sents, answerer.roles(row.entry)):
-        if compare.cut(s) == row.cells[column]:
-            return r
-    return ""
+    i = row.sources.get(column)
+    return "" if i is None else answerer.roles(row.entry)[i]
 
 
 def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Relation]:

@@ -98,6 +98,8 @@ def record_pairs(rec: dict, others: list[dict], rng: random.Random) -> list[Pair
                         answers, about, task, rid))
 
     spans = _spans(len(sents))
+    # Hard negatives come from the other abstracts of the same field.
+    same = [o for o in others if o["field"] == rec["field"] and o["id"] != rid] or others
 
     def some(candidates: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
         return rng.sample(candidates, min(n, len(candidates)))
@@ -120,7 +122,6 @@ def record_pairs(rec: dict, others: list[dict], rng: random.Random) -> list[Pair
             for sp in some(spans, PER_QUESTION):
                 add(QUESTION, q["q"], sp, 0, 0, "q-near-topic")
         # Hard negatives: the same-field abstract that shares the most words.
-        same = [o for o in others if o["field"] == rec["field"] and o["id"] != rid] or others
         qw = _words(q["q"])
         pool = sorted(same, key=lambda o: -len(qw & _words(" ".join(o["sentences"]))))[:3]
         other = rng.choice(pool)
@@ -143,7 +144,6 @@ def record_pairs(rec: dict, others: list[dict], rng: random.Random) -> list[Pair
     # writers never put two papers on one narrow problem, so it is not about that one.
     if len(rec.get("topics", [])) >= 3:
         narrow = rec["topics"][2]
-        same = [o for o in others if o["field"] == rec["field"] and o["id"] != rid] or others
         nw = _words(narrow + " " + " ".join(sents))
         other = max(same, key=lambda o: len(nw & _words(" ".join(o["sentences"]))))
         ospans = windows(len(other["sentences"]))

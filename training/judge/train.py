@@ -237,14 +237,11 @@ def main() -> None:
                             "records": len(load_records())}}
     metrics["validation_torch"] = evaluate(predict_torch(model, val), val)
     fp32, int8 = export(model, args.work / "tiny-onnx" if args.tiny else args.work / "onnx")
-    for name, path in (("validation_onnx_fp32", fp32), ("validation_onnx_int8", int8)):
+    onnx = [("validation_onnx_fp32", fp32), ("validation_onnx_int8", int8)]
+    for name, path in onnx + ([("validation_baseline", args.baseline)] if args.baseline else []):
         j = Judge(path, threads=args.threads)
         metrics[name] = evaluate(j.score([p.first for p in val], [p.second for p in val]), val)
         metrics[name]["file_mb"] = round(path.stat().st_size / 2**20, 1)
-    if args.baseline:
-        j = Judge(args.baseline, threads=args.threads)
-        metrics["validation_baseline"] = evaluate(j.score([p.first for p in val], [p.second for p in val]), val)
-        metrics["validation_baseline"]["file"] = str(args.baseline)
     target = args.work / "tiny-onnx" if args.tiny else args.out
     target.mkdir(parents=True, exist_ok=True)
     if not args.tiny:

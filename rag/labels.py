@@ -51,9 +51,13 @@ def method_name(text: str) -> str:
         tail = re.split(r"[.;]\s", tail)[0]
         # "Cross-Task Linearity (CTL)": the acronym in brackets is the name.
         bracket = re.search(r"\(([A-Za-z][A-Za-z0-9\-]{1,14})\)", tail[:110])
-        if bracket and _is_name(bracket.group(1)):
-            return bracket.group(1)
         names = [m for m in _NAME.finditer(tail) if _is_name(m.group(0))]
+        # ... unless a name comes in a clause before it: "we introduce BLO-SAM,
+        # which finetunes SAM based on bi-level optimization (BLO)".
+        clause = re.search(r",\s", tail[:bracket.start()]) if bracket else None
+        if bracket and _is_name(bracket.group(1)) and not (
+                clause and any(m.end() <= clause.start() for m in names)):
+            return bracket.group(1)
         if names:
             name = names[0].group(0)
             # "TIME WEAVER": an all-caps name continues over following all-caps words.

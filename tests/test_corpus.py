@@ -30,8 +30,12 @@ def test_seed_format_keeps_header_as_venue_and_numbers_from_one():
 
 def test_labels_name_the_method_the_abstract_introduces():
     labels = {e.label for f in discover([DEFAULT_SEEDS])[0] for e in read_file(f).entries}
-    assert {"BiLLM", "AnyTool", "DiCo", "clawNOs", "MAgg", "RICE"} <= labels
+    assert {"BiLLM", "AnyTool", "DiCo", "clawNOs", "MAgg", "RICE", "BLO-SAM"} <= labels
     assert method_name("We study a thing in general.") == ""
+    # An acronym in brackets names the method, unless it stands for a part of a
+    # method named in a clause before it.
+    assert method_name("We introduce Cross-Task Linearity (CTL), a phenomenon.") == "CTL"
+    assert method_name("We propose TinyEval, which fits an item response theory (IRT) model.") == "TinyEval"
 
 
 def test_untitled_entries_are_labelled_by_their_subject_never_opening_words():

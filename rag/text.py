@@ -41,16 +41,26 @@ _FRAME = re.compile(
 _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|their|purpose)\b[^?]*\??\s*$", re.I)
 
 
+# Papers asked for in the plural anywhere ("reinforcement learning papers (...)", "LLMs
+# as planners - which papers address this?", "Which abstracts are position pieces?"),
+# or "What work uses/draws on ...", which asks for every paper that does.
+_PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)",
+                         re.I)
+_ASK_TAIL = re.compile(r"\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)\b[^?]*\??\s*$", re.I)
+
+
 def is_survey(question: str) -> bool:
     """A question after every paper on a topic rather than after one paper."""
-    return bool(_FRAME.match(question))
+    return bool(_FRAME.match(question) or _PLURAL_ASK.search(question))
 
 
 def focus(query: str) -> str:
     """A survey question without its frame; any other query unchanged."""
     rest, framed = _FRAME.subn(" ", query)
     if not framed:
-        return query
+        rest, framed = _ASK_TAIL.subn(" ", query)
+        rest = rest.strip()
+        return rest if framed and _WORD.search(rest) else query
     rest = " ".join(_FRAME_TAIL.sub(" ", rest).split())
     return rest if _WORD.search(rest) else query
 

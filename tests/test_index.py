@@ -134,6 +134,7 @@ def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
     ("What is Sparse-IFT, and what accuracy gains do they report?",
      "What is Sparse-IFT, and what accuracy gains do they report?"),
     ("Which papers?", "Which papers?"),
+    ("LLMs as agents or planners - which papers address this?", "LLMs as agents or planners"),
 ])
 def test_survey_frame_is_not_searched_for(question, query):
     assert focus(question) == query

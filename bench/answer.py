@@ -202,7 +202,8 @@ class Probe:
         llm = getattr(model, "_llm", None)
         if llm is not None:
             self._wrap(llm._ctx, "decode", self._decode)
-        self._wrap(answerer.judge._session, "run", lambda f, *a: self._max("judge_run", f, *a))
+        for judge in (answerer.judge, answerer.questions_judge):
+            self._wrap(judge._session, "run", lambda f, *a: self._max("judge_run", f, *a))
 
     @staticmethod
     def _wrap(obj, name, how) -> None:

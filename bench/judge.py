@@ -3,6 +3,7 @@
     python bench/judge.py [eval/questions.jsonl ...] [--split dev]
     python bench/judge.py --fit eval/questions.jsonl:dev eval/holdout.jsonl eval/holdout2.jsonl
     python bench/judge.py --judge training/judge/work/onnx/judge.int8.onnx ...   # a retrained one
+    python bench/judge.py --questions-judge FILE ...   # ... for single-paper questions only
 
 ``--fit`` fits rag/answer.py FUSION (a logistic model over the retrieval score and
 the judge's outputs, for single-paper and survey questions) on the files given,
@@ -141,12 +142,18 @@ def main() -> None:
                     help="question files, each optionally FILE:dev or FILE:test for a split")
     ap.add_argument("--fit", action="store_true", help="fit FUSION on these files and report with it")
     ap.add_argument("--data-dir", type=Path, default=None)
-    ap.add_argument("--judge", type=Path, default=None, help="another judge ONNX file (a retrained one)")
+    ap.add_argument("--judge", type=Path, default=None,
+                    help="another ONNX judge for every reading (a retrained one)")
+    ap.add_argument("--questions-judge", type=Path, default=None,
+                    help="another ONNX judge for single-paper questions only")
     args = ap.parse_args()
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
     index = Index(settings)
     index.ensure_ingested()
-    answerer = Answerer(index, model=None, prompts=None, judge=Judge(args.judge) if args.judge else None)
+    judge = Judge(args.judge) if args.judge else None
+    questions = args.questions_judge or args.judge
+    answerer = Answerer(index, model=None, prompts=None, judge=judge,
+                        questions_judge=Judge(questions) if questions else None)
     sets = []
     for f in args.files:
         path, _, split = f.partition(":")

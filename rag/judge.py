@@ -29,6 +29,10 @@ from .errors import ModelError
 
 MODEL_DIR = Path(__file__).resolve().parent / "judge_model"
 MODEL_FILE = MODEL_DIR / "judge.int8.onnx"
+# The same network trained again on twice the data: it reads whether a passage
+# answers a single-paper question better and "Which papers ...?", claims and review
+# topics worse (MODEL_CARD.md), so it reads those questions and the first judge the rest.
+QUESTIONS_MODEL_FILE = MODEL_DIR / "questions.int8.onnx"
 MAX_TOKENS = 192  # question or claim + passage, in word pieces
 WINDOW = 3  # sentences per passage
 STRIDE = 2  # windows overlap by one sentence, so a two-sentence fact is read whole

@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from rag.answer import Answerer, clean
+from rag.answer import Answerer, _phrases, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -118,14 +118,14 @@ def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
     ans, model = answer_with("What perplexity does BiLLM reach on the C4 dataset?", "BiLLM reaches 5.1 on C4.")
     assert ans.refused and model.prompts == []
     assert ans.cited[1].label == "BiLLM"
-    assert ans.text == "The abstract of BiLLM does not report C4 [1]."
+    assert ans.text == "The abstract of BiLLM does not mention “C4” [1]."
 
 
 def test_near_miss_number_is_matched_whole_and_named_with_its_unit(answer_with):
     # The BiLLM abstract has "8.41" and "1.08-bit" but no 4 on its own.
     ans, model = answer_with("How are large language models quantized to 4 bits?", "With BiLLM.")
     assert ans.refused and model.prompts == []
-    assert ans.text == "The abstract of BiLLM does not report 4 bits [1]."
+    assert ans.text == "The abstract of BiLLM does not mention “4 bits” [1]."
 
 
 def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
@@ -134,7 +134,22 @@ def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
                              "Cerebras hardware?", "It is 3.")
     assert ans.refused and model.prompts == []
     assert "Sparse-IFT" in ans.cited[1].text
-    assert ans.text == "The abstract of Sparse-IFT does not report Cerebras [1]."
+    assert ans.text == "The abstract of Sparse-IFT does not mention “Cerebras” [1]."
+
+
+def test_asking_for_specific_names_of_a_kind_needs_names_not_a_description(answer_with):
+    # "... spoof and scrub state-of-the-art schemes previously considered safe."
+    ans, model = answer_with("Which specific watermarking schemes did the watermark stealing attack "
+                             "break? I need the names.", "KGW and Unigram.")
+    assert ans.refused and model.prompts == []
+    assert ans.text.endswith("does not report which watermarking schemes [1].")
+
+
+def test_missing_terms_are_named_as_the_question_writes_them():
+    # One name the question writes in two words, and a number with its unit.
+    assert _phrases(["mAP", "Oxford", "Paris", "Revisited"],
+                    "What mAP does CAS reach on Revisited Oxford and Paris?") == ["mAP", "Revisited Oxford", "Paris"]
+    assert _phrases(["2 Å", "DiffDock"], "How many poses fall under 2 Å, against DiffDock?") == ["2 Å", "DiffDock"]
 
 
 def test_sizes_and_embedded_which_are_not_near_misses(answer_with):

@@ -1,5 +1,5 @@
-"""The shipped judge, loaded for real from its ONNX file, on real seed abstracts: a
-supported claim against its minimally edited twin, a question the abstract answers
+"""The shipped judges, loaded for real from their ONNX files, on real seed abstracts:
+a supported claim against its minimally edited twin, a question the abstract answers
 against its near-topic and near-miss twins. And a few-step run of the training
 script, so that it keeps working."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.judge import CLAIM, QUESTION, MODEL_FILE, Judge, windows
+from rag.judge import CLAIM, QUESTION, QUESTIONS_MODEL_FILE, MODEL_FILE, Judge, windows
 from rag.text import sentences
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def judge():
     return Judge()
+
+
+@pytest.fixture(scope="module", params=[MODEL_FILE, QUESTIONS_MODEL_FILE], ids=["judge", "questions"])
+def question_reader(request):
+    return Judge(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +38,9 @@ def abstract(seeded_index):
     return get
 
 
-def test_shipped_model_is_small_int8_onnx():
-    assert MODEL_FILE.is_file() and MODEL_FILE.stat().st_size < 30 * 2**20
+def test_shipped_models_are_small_int8_onnx():
+    for model in (MODEL_FILE, QUESTIONS_MODEL_FILE):
+        assert model.is_file() and model.stat().st_size < 30 * 2**20
     card = (MODEL_FILE.parent / "MODEL_CARD.md").read_text()
     assert "Limits" in card and "Training data" in card
 
@@ -72,8 +78,8 @@ def test_entity_swaps_are_beyond_the_judge(judge, abstract, twin):
     assert judge.read(CLAIM, twin, [abstract("BiLLM")])[0].answers < YES
 
 
-def test_answerable_question_passes_and_its_near_topic_twin_fails(judge, abstract):
-    billm = [abstract("BiLLM")]
+def test_answerable_question_passes_and_its_near_topic_twin_fails(question_reader, abstract):
+    judge, billm = question_reader, [abstract("BiLLM")]
     answered = judge.read(QUESTION, "How does BiLLM handle salient weights?", billm)[0]
     near_topic = judge.read(QUESTION, "How can vision transformers be binarized to one bit per weight?", billm)[0]
     near_miss = judge.read(QUESTION, "How much GPU memory does BiLLM need to binarize LLaMA2-70B?", billm)[0]
@@ -88,3 +94,14 @@ def test_training_script_runs_a_few_steps(tmp_path):
     metrics = json.loads((tmp_path / "tiny-onnx" / "metrics.json").read_text())
     assert metrics["training"]["steps"] >= 3
     assert (tmp_path / "tiny-onnx" / "judge.int8.onnx").is_file()
+
+
+def test_single_paper_questions_are_read_by_the_questions_judge(seeded_index):
+    from rag.answer import Answerer
+
+    answerer = Answerer(seeded_index, None, None)
+    assert answerer.questions_judge.model_file == QUESTIONS_MODEL_FILE
+    assert answerer.reader(QUESTION, "How does BiLLM handle salient weights?") is answerer.questions_judge
+    for kind, text in ((QUESTION, "Which papers study multi-armed bandits?"),
+                       (CLAIM, "BiLLM binarizes LLM weights.")):
+        assert answerer.reader(kind, text) is answerer.judge

@@ -59,10 +59,10 @@ ANSWERS = 0.08  # fused probability above which an entry answers a single-paper 
 # Citations that are right come first.
 ON_TOPIC = 0.4
 ON_TOPIC_FLOOR = 0.2  # ... when no entry reaches ON_TOPIC
-# ... and above which a second entry answers one beside the first: at ANSWERS
-# alone, 8 second entries on the eval sets' single-paper questions were right and 38
-# wrong; at 0.3, 1 and 4 (a careful reader counted quotes of wrong second papers
-# among the irrelevant quotes).
+# Fused probability above which a second entry answers a single-paper question
+# beside the first: at ANSWERS alone, 8 second entries on the eval sets' single-paper
+# questions were right and 38 wrong; at 0.3, 1 and 4 (a careful reader counted quotes
+# of wrong second papers among the irrelevant quotes).
 SECOND = 0.3
 ABOUT = 0.5  # the judge: the question is about the entry's paper (near miss when not answered)
 SUPPORTED = 0.5  # the judge: a source supports a statement
@@ -418,7 +418,8 @@ class Answerer:
             # gets a "does not report" notice, and a caution on it was wrong 43 times
             # in 187 right answers of the eval sets (9 with this condition, while 23
             # of 35 near-topic questions answered still get it).
-            if not only and not q.survey and kept[0][1] < CONFIDENT and read[kept[0][0].entry.id].about < ABOUT:
+            top = kept[0][0].entry.id
+            if not only and not q.survey and kept[0][1] < CONFIDENT and read[top].about < ABOUT:
                 emit(Sentence("The closest entries match this question only weakly, so the "
                               "collection may not answer it; this is what they say.", [], "uncited"))
 
@@ -675,8 +676,9 @@ _NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?(
                          r"(?P<kind>datasets?|benchmarks?|GPUs?|hardware|accelerators?)\b", re.I)
 # "Which specific watermarking schemes did they break?": names of a kind the question
 # gives, wanted as names ("state-of-the-art schemes" is no answer).
-_SPECIFIC_KIND = re.compile(r"\b(?:which|what)\s+(?:specific|particular|exact)\s+(?P<phrase>(?:[\w-]+\s+){0,3}?"
-                            r"(?P<kind>[a-z]+s))\s+(?:did|do|does|were|was|are|is|has|have)\b", re.I)
+_SPECIFIC_KIND = re.compile(r"\b(?:which|what)\s+(?:specific|particular|exact)\s+"
+                            r"(?P<phrase>(?:[\w-]+\s+){0,3}?(?P<kind>[a-z]+s))\s+"
+                            r"(?:did|do|does|were|was|are|is|has|have)\b", re.I)
 _LIST_CUES = frozenset({"including", "such", "e.g", "namely"})
 _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:what|how|which|when|why|"
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)

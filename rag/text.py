@@ -44,8 +44,8 @@ _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|t
 # Papers asked for in the plural anywhere ("reinforcement learning papers (...)", "LLMs
 # as planners - which papers address this?", "Which abstracts are position pieces?"),
 # or "What work uses/draws on ...", which asks for every paper that does.
-_PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)",
-                         re.I)
+_PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b"
+                         r"|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)", re.I)
 _ASK_TAIL = re.compile(r"\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)\b[^?]*\??\s*$", re.I)
 
 

@@ -377,13 +377,12 @@ class Answerer:
         readings = self.read(QUESTION, q.text, [h.entry for h in pool])
         kept = [(h, 1.0) for h in pool] if only else self.select(q, pool, readings)
         read = {h.entry.id: r for h, r in zip(pool, readings)}
-        absent, partial, inferred = [], False, False
+        absent, partial, how = [], False, ""
         # A follow-up about one paper ("How many agents did they use?") may ask for
         # what it does not report, as a question that searched may; entries named
         # together ("compare [1] and [3]") are asked about as a whole.
         if kept and (not only or len(only) == 1):
             absent, how = self._absent_specifics(q, [h for h, _ in kept])
-            inferred = bool(how)
             # The judge vetoes a notice on an entry it reads as answering: the rules
             # above once said "does not report the figure asked for" of "by as
             # much as 90%". Not one for names of a kind the abstract gives none of:
@@ -395,7 +394,7 @@ class Answerer:
                 absent = []
             # A question with a second ask ("What is X, and how much does it save?")
             # whose gap is only inferred gets what the abstracts answer, then the note.
-            partial = inferred and bool(_COMPOUND.search(q.text))
+            partial = bool(how) and bool(_COMPOUND.search(q.text))
 
         def gap(entry: Entry, what: str) -> None:
             n = num(entry)
@@ -407,7 +406,7 @@ class Answerer:
             ans.refused = True
             near = max(zip(pool, readings), key=lambda hr: hr[1].about, default=None)
             if kept:
-                gap(kept[0][0].entry, _gap(absent, inferred))
+                gap(kept[0][0].entry, _gap(absent, how))
             elif near and near[1].about >= ABOUT and not q.survey:
                 gap(near[0].entry, self._missing(q, near[0].entry))
             else:
@@ -448,7 +447,7 @@ class Answerer:
             except KeyboardInterrupt:
                 ans.interrupted = True
             if partial and absent and not ans.interrupted:
-                gap(kept[0][0].entry, _gap(absent, inferred))
+                gap(kept[0][0].entry, _gap(absent, how))
         ans.timings["first_token_s"] = first_token[0] if first_token else time.perf_counter() - t0
         ans.timings["total_s"] = time.perf_counter() - t0
         ans.timings["judge_s"] = self.judge_seconds - judged
@@ -496,7 +495,7 @@ class Answerer:
         """What a near miss asks that the abstract lacks: the names and figures the
         question gives that it does not, else what the question asks for."""
         absent = _named_absent(q.text, [entry])
-        return _gap(absent, inferred=False) if absent else "report what the question asks for"
+        return _gap(absent, "") if absent else "report what the question asks for"
 
     def _budget(self, name: str, values: dict[str, str]) -> int:
         """Tokens of abstract text one call may carry: the per-call budget, within
@@ -781,8 +780,9 @@ def _join(terms: list[str]) -> str:
     return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + " or " + terms[-1]
 
 
-def _gap(absent: list[str], inferred: bool) -> str:
-    """What a notice says the abstract does not do: report what the question asks
-    for ("report which datasets were used"), or mention the terms it names, which is
-    all a missing term shows ("mention “3D”", not "report 3D")."""
-    return f"report {_join(absent)}" if inferred else f"mention {_join([f'“{t}”' for t in absent])}"
+def _gap(absent: list[str], how: str) -> str:
+    """What a notice says the abstract does not do, given how the gap was found
+    (``Answerer._absent_specifics``): report what the question asks for ("report
+    which datasets were used"), or mention the terms it names, which is all a missing
+    term shows ("mention “3D”", not "report 3D")."""
+    return f"report {_join(absent)}" if how else f"mention {_join([f'“{t}”' for t in absent])}"

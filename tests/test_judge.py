@@ -105,3 +105,31 @@ def test_single_paper_questions_are_read_by_the_questions_judge(seeded_index):
     for kind, text in ((QUESTION, "Which papers study multi-armed bandits?"),
                        (CLAIM, "BiLLM binarizes LLM weights.")):
         assert answerer.reader(kind, text) is answerer.judge
+
+
+def test_search_questions_pair_with_their_evidence_and_siblings_with_nothing():
+    sys.path.insert(0, str(ROOT / "training" / "judge"))
+    import random
+
+    from check_data import check_queries
+    from pairs import query_pairs
+
+    sents = [f"Sentence {i} of an invented abstract." for i in range(7)]
+    searches = [{"q": f"Is there work on problem {i}?", "style": style, "evidence": [1]}
+                for i, style in enumerate(("is_there", "how_can", "keywords", "problem"))]
+    siblings = [{"q": f"Is there work on problem {i} for audio?", "from": i, "swap": "text -> audio"}
+                for i in range(4)]
+    rec = {"id": "t-001", "sentences": sents, "searches": searches, "siblings": siblings}
+    out = query_pairs(rec, random.Random(0))
+    found = [p for p in out if p.task.startswith("q-search-") and p.task != "q-search-any"]
+    assert found and all(p.answers == 1 == p.about and "Sentence 1 " in p.second for p in found)
+    assert all(p.answers == -1 and p.about == 1 and "Sentence 1 " not in p.second
+               for p in out if p.task == "q-search-any")
+    sibs = [p for p in out if p.task == "q-sibling"]
+    assert len(sibs) == 8 and all(p.answers == 0 == p.about for p in sibs)
+    # Each sibling meets the window its search is answered by: the contrast it is for.
+    assert all(any(s["q"] in p.first and "Sentence 1 " in p.second for p in sibs) for s in siblings)
+
+    assert check_queries({"id": "t-001", "searches": searches, "siblings": siblings}, "x", {"t-001": rec}) == []
+    same = [dict(siblings[0], q=searches[0]["q"])] + siblings[1:]
+    assert check_queries({"id": "t-001", "searches": searches, "siblings": same}, "x", {"t-001": rec})

@@ -87,6 +87,42 @@ def check(rec: dict, where: str) -> list[str]:
     return errs
 
 
+SEARCH_STYLES = {"is_there", "how_can", "keywords", "problem"}
+QUERIES_PER_RECORD = 4  # searches, and as many siblings
+
+
+def check_queries(item: dict, where: str, records: dict[str, dict]) -> list[str]:
+    """A record's search questions and their minimally edited siblings (DATA_SPEC.md)."""
+    rec = records.get(item.get("id"))
+    if rec is None:
+        return [f"{where}: id {item.get('id')!r} is not a record of the matching raw file"]
+    errs: list[str] = []
+    searches, siblings = item.get("searches"), item.get("siblings")
+    if not isinstance(searches, list) or len(searches) != QUERIES_PER_RECORD:
+        return [f"{where}: write {QUERIES_PER_RECORD} searches"]
+    if not isinstance(siblings, list) or len(siblings) != QUERIES_PER_RECORD:
+        return [f"{where}: write {QUERIES_PER_RECORD} siblings"]
+    n = len(rec["sentences"])
+    for j, s in enumerate(searches):
+        if not isinstance(s.get("q"), str) or len(s["q"].split()) < 3:
+            errs.append(f"{where}: search {j} needs a question of 3 words or more")
+        if s.get("style") not in SEARCH_STYLES:
+            errs.append(f"{where}: search {j} style must be one of {sorted(SEARCH_STYLES)}")
+        ev = s.get("evidence")
+        if not isinstance(ev, list) or not ev or not all(isinstance(i, int) and 0 <= i < n for i in ev):
+            errs.append(f"{where}: search {j} evidence must list sentence indices 0-{n - 1}")
+    for j, s in enumerate(siblings):
+        if not isinstance(s.get("q"), str) or len(s["q"].split()) < 3:
+            errs.append(f"{where}: sibling {j} needs a question of 3 words or more")
+        if not isinstance(s.get("from"), int) or not 0 <= s["from"] < len(searches):
+            errs.append(f"{where}: sibling {j} 'from' must be the index of the search it edits")
+        elif s.get("q", "").strip().lower() == searches[s["from"]].get("q", "").strip().lower():
+            errs.append(f"{where}: sibling {j} is the same text as the search it edits")
+        if not isinstance(s.get("swap"), str) or "->" not in s.get("swap", ""):
+            errs.append(f"{where}: sibling {j} swap must say 'what -> into what'")
+    return errs
+
+
 def main(paths: list[str]) -> int:
     bad, seen, n = 0, set(), 0
     for p in paths:
@@ -105,7 +141,14 @@ def main(paths: list[str]) -> int:
                 print(f"{where}: duplicate id {rec.get('id')}")
                 bad += 1
             seen.add(rec.get("id"))
-            for e in check(rec, where):
+            if p.endswith(".queries.jsonl"):
+                raw = Path(p).parents[1] / "raw" / Path(p).name.replace(".queries", "")
+                records = {r["id"]: r for r in map(json.loads, raw.read_text(encoding="utf-8").splitlines())
+                           } if raw.is_file() else {}
+                problems = check_queries(rec, where, records)
+            else:
+                problems = check(rec, where)
+            for e in problems:
                 print(e)
                 bad += 1
     print(f"{n} records, {bad} problems")

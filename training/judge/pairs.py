@@ -36,6 +36,7 @@ from rag.judge import CLAIM, QUESTION, first_segment, passage, windows  # noqa: 
 
 RAW = Path(__file__).resolve().parent / "data" / "raw"
 TOPICS = RAW.parent / "topics"
+QUERIES = RAW.parent / "queries"
 # How researchers ask for every paper on a topic (rag/text.py is_survey knows these).
 SURVEY_FORMS = ("Which papers study {}?", "What work is there on {}?", "{}", "Are there papers about {}?",
                 "papers on {}", "What has been done on {}?", "Which papers address {}, and how?")
@@ -59,12 +60,15 @@ def _lines(path: Path) -> list[dict]:
 
 
 def load_records(raw: Path = RAW) -> list[dict]:
-    """The records, each with its topic labels ("topics", "not_topics") when written."""
+    """The records, each with its topic labels ("topics", "not_topics") and its search
+    questions ("searches", "siblings") when written."""
     topics = {t["id"]: t for p in sorted(TOPICS.glob("*.jsonl")) for t in _lines(p)}
+    queries = {t["id"]: t for p in sorted(QUERIES.glob("*.jsonl")) for t in _lines(p)}
     out = []
     for path in sorted(raw.glob("*.jsonl")):
         for rec in _lines(path):
-            out.append(rec | {k: topics.get(rec["id"], {}).get(k, []) for k in ("topics", "not_topics")})
+            out.append(rec | {k: topics.get(rec["id"], {}).get(k, []) for k in ("topics", "not_topics")}
+                       | {k: queries.get(rec["id"], {}).get(k, []) for k in ("searches", "siblings")})
     return out
 
 
@@ -179,12 +183,58 @@ def record_pairs(rec: dict, others: list[dict], rng: random.Random) -> list[Pair
     return out
 
 
-def build(records: list[dict], seed: int = 13) -> tuple[list[Pair], list[Pair]]:
-    """(train, validation) pairs; the split is by record, so no abstract is in both."""
+QUERY_TASKS = ("q-search", "q-sibling")  # the tasks of query_pairs
+
+
+def query_pairs(rec: dict, rng: random.Random) -> list[Pair]:
+    """Pairs of a record's search questions and their siblings (QUERIES_BRIEF.md):
+
+    - search x a window holding its evidence: answers 1, about 1; x a window holding
+      none of it: about 1 only (a search asks for the paper as a whole, and another
+      window may show it too). No pair with another paper: a search is broad enough
+      that one of the same field may answer it.
+    - sibling (one central element swapped) x the window its search is answered by,
+      and x one other: answers 0, about 0 (two, not more: a sibling is one negative
+      of many in the data already, and its contrast is with its search's window).
+    """
+    sents, rid = rec["sentences"], rec["id"]
+    spans = _spans(len(sents))
+    out: list[Pair] = []
+
+    def add(text: str, span: tuple[int, int], answers: int, about: int, task: str) -> None:
+        out.append(Pair(first_segment(QUESTION, text), passage(_name(rec, rng), sents[span[0]:span[1]]),
+                        answers, about, task, rid))
+
+    answered_on: dict[int, tuple[int, int]] = {}
+    for i, s in enumerate(rec.get("searches", [])):
+        ev = set(s["evidence"])
+        covering = [sp for sp in spans if ev <= set(range(*sp))] or [(min(ev), max(ev) + 1)]
+        for sp in rng.sample(covering, min(2, len(covering))):
+            add(s["q"], sp, 1, 1, f"q-search-{s['style']}")
+        answered_on[i] = rng.choice(covering)
+        far = [sp for sp in spans if not ev & set(range(*sp))]
+        if far:
+            add(s["q"], rng.choice(far), -1, 1, "q-search-any")
+    for s in rec.get("siblings", []):
+        twin = answered_on.get(s["from"])
+        rest = [sp for sp in spans if sp != twin]
+        for sp in ([twin] if twin else []) + rng.sample(rest, min(1, len(rest))):
+            add(s["q"], sp, 0, 0, "q-sibling")
+    return out
+
+
+def build(records: list[dict], seed: int = 13, queries: bool = True) -> tuple[list[Pair], list[Pair]]:
+    """(train, validation) pairs; the split is by record, so no abstract is in both.
+    The search-question pairs come after the rest from their own random stream, so
+    the other pairs are the same with or without them."""
     rng = random.Random(seed)
     train, val = [], []
     for rec in records:
         (val if is_validation(rec["id"]) else train).extend(record_pairs(rec, records, rng))
+    if queries:
+        qrng = random.Random(seed + 1)
+        for rec in records:
+            (val if is_validation(rec["id"]) else train).extend(query_pairs(rec, qrng))
     rng.shuffle(train)
     return train, val
 

@@ -38,7 +38,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import torch  # noqa: E402
 from transformers import BertModel  # noqa: E402
 
-from pairs import Pair, build, load_records  # noqa: E402
+from pairs import QUERY_TASKS, Pair, build, load_records  # noqa: E402
 from rag.embed import model_dir  # noqa: E402
 from rag.judge import MAX_TOKENS, MODEL_DIR, Judge, encode  # noqa: E402
 
@@ -154,13 +154,23 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--init", type=Path, default=None,
                     help="start from the model weights of this checkpoint (a second stage)")
+    ap.add_argument("--replay", type=float, default=None,
+                    help="train on every search-question pair and this share of the others "
+                         "(a second stage with --init that adds data/queries/)")
+    ap.add_argument("--no-queries", action="store_true",
+                    help="leave out data/queries/ (how the judges before it were trained)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="also evaluate this ONNX judge (the one shipped before) on the same validation pairs")
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    train, val = build(load_records(), args.seed)
+    train, val = build(load_records(), args.seed, queries=not args.no_queries)
+    if args.replay is not None:
+        new = [p for p in train if p.task.startswith(QUERY_TASKS)]
+        old = [p for p in train if not p.task.startswith(QUERY_TASKS)]
+        train = new + random.Random(args.seed).sample(old, int(args.replay * len(old)))
+        random.Random(args.seed).shuffle(train)
     if args.tiny:
         train, val = train[:48], val[:32]
         args.epochs, args.save_every = 1.0, 2

@@ -126,6 +126,11 @@ def check_queries(item: dict, where: str, records: dict[str, dict]) -> list[str]
 def main(paths: list[str]) -> int:
     bad, seen, n = 0, set(), 0
     for p in paths:
+        # A queries file is checked against the raw records it adds to.
+        raw = Path(p).parents[1] / "raw" / Path(p).name.replace(".queries", "")
+        queries = p.endswith(".queries.jsonl")
+        records = {r["id"]: r for r in map(json.loads, raw.read_text(encoding="utf-8").splitlines())
+                   } if queries and raw.is_file() else {}
         for i, line in enumerate(Path(p).read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -141,14 +146,7 @@ def main(paths: list[str]) -> int:
                 print(f"{where}: duplicate id {rec.get('id')}")
                 bad += 1
             seen.add(rec.get("id"))
-            if p.endswith(".queries.jsonl"):
-                raw = Path(p).parents[1] / "raw" / Path(p).name.replace(".queries", "")
-                records = {r["id"]: r for r in map(json.loads, raw.read_text(encoding="utf-8").splitlines())
-                           } if raw.is_file() else {}
-                problems = check_queries(rec, where, records)
-            else:
-                problems = check(rec, where)
-            for e in problems:
+            for e in check_queries(rec, where, records) if queries else check(rec, where):
                 print(e)
                 bad += 1
     print(f"{n} records, {bad} problems")

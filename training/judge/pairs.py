@@ -226,7 +226,7 @@ def query_pairs(rec: dict, rng: random.Random) -> list[Pair]:
 def build(records: list[dict], seed: int = 13, queries: bool = True) -> tuple[list[Pair], list[Pair]]:
     """(train, validation) pairs; the split is by record, so no abstract is in both.
     The search-question pairs come after the rest from their own random stream, so
-    the other pairs are the same with or without them."""
+    the other pairs are the same with or without them (shuffled in another order)."""
     rng = random.Random(seed)
     train, val = [], []
     for rec in records:

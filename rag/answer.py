@@ -195,6 +195,14 @@ def clean(generated: str) -> list[str]:
     return out[:2]
 
 
+def _claims(generated: str, asked: set[str]) -> list[str]:
+    """The candidate sentences of clean() that say something: a claim that only
+    restates the question ("The answer to this question is that X does Y") says
+    nothing, however well its source supports it."""
+    return [c for c in clean(generated)
+            if len({_fold(w) for w in content_words(c)} - asked - _FILLER) >= MIN_NOVEL_WORDS]
+
+
 def _degenerate(sentence: str) -> bool:
     """A sentence that loops ("the minimax regret bounds for ... are the upper bounds
     of the minimax regret bounds for ...") or leaves a quotation or bracket open."""
@@ -593,11 +601,13 @@ class Answerer:
 
     def evidence(self, entry: Entry, n: int, q: Query, quotes: int,
                  on_token: Callable[[str], None] | None = None,
-                 prompt: tuple[str, dict[str, str]] = ("evidence.user", {})) -> list[Sentence]:
+                 prompt: tuple[str, dict[str, str]] = ("evidence.user", {}),
+                 write: bool = True) -> list[Sentence]:
         """What entry [n] says about the question: the model's statements the judge
         finds supported, then up to ``quotes`` source sentences that answer the
         question (at least one when no statement passed). ``prompt`` names the user
-        template and any values it needs beyond the abstract and the question."""
+        template and any values it needs beyond the abstract and the question;
+        ``write=False`` skips the model and quotes."""
         sents = self.sentences(entry)
         fit = self.fit(q.text, entry)
         ranked = self.relevant(entry, q, fit)
@@ -606,11 +616,29 @@ class Answerer:
         needed = {k: v for k, v in values.items() if "{" + k + "}" in self.prompts.templates[name]}
         abstract = self._context(entry, ranked, self._budget(name, needed))
         user = self.prompts.render(name, **needed | {"abstract": fence(abstract)})
+        asked = {_fold(w) for w in content_words(q.text)}
+        most = 1 if quotes <= 1 else 2  # one or two sentences per paper when several share an answer
+        read: dict[str, bool] = {}  # claim -> supported, each judged once as it is finished
+
+        def enough(text: str) -> bool:
+            # The rest of the generation cannot change which claims are kept once the
+            # first `most` finished ones are supported, or once clean() holds its two;
+            # a claim is finished when more text follows it ("95." may go on "3%").
+            done = _claims(text, asked)
+            if done and text.rstrip().endswith(done[-1][-12:]):
+                done = done[:-1]
+            for c in done:
+                if c not in read:
+                    read[c] = self.supported([c], entry)[0]
+            return len(done) == 2 or sum(read[c] for c in done) >= most
+
         parts = []
-        for tok in self.model.stream(self.prompts.render("evidence.system"), user, ANSWER_TOKENS):
+        for tok in self.model.stream(self.prompts.render("evidence.system"), user, ANSWER_TOKENS) if write else ():
             parts.append(tok)
             if on_token:
                 on_token(tok)
+            if tok[:1].isspace() and enough("".join(parts)):
+                break  # decoding is most of an answer's time
         out: list[Sentence] = []
         said: list[np.ndarray] = []
 
@@ -623,13 +651,11 @@ class Answerer:
             said.append(vec)
             out.append(Sentence(text, [n], status))
 
-        asked = {_fold(w) for w in content_words(q.text)}
-        # A claim that only restates the question ("The answer to this question is
-        # that X does Y") says nothing, however well its source supports it.
-        claims = [c for c in clean("".join(parts))
-                  if len({_fold(w) for w in content_words(c)} - asked - _FILLER) >= MIN_NOVEL_WORDS]
-        # One or two sentences per paper when several share an answer.
-        kept = [c for c, ok in zip(claims, self.supported(claims, entry)) if ok][:1 if quotes <= 1 else 2]
+        claims = _claims("".join(parts), asked)
+        for c in claims:
+            if c not in read:
+                read[c] = self.supported([c], entry)[0]
+        kept = [c for c in claims if read[c]][:most]
         if kept:  # embedded only to tell repeats apart
             for claim, vec in zip(kept, self.index.embedder.encode(kept)):
                 add(claim, vec, "verified")

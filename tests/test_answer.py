@@ -318,3 +318,28 @@ def test_a_dataset_is_named_where_experiments_run_on_it_not_wherever_a_name_appe
                        "Which datasets did they use?")
     assert _names_kind("Experiments on the MUTAG and PTC datasets show gains.", "datasets",
                        "Which datasets did they use?")
+
+
+class CountingModel(FakeModel):
+    """A fake that counts the pieces the pipeline took from it."""
+
+    taken = 0
+
+    def stream(self, system: str, user: str, max_tokens: int):
+        for piece in super().stream(system, user, max_tokens):
+            self.taken += 1
+            yield piece
+
+
+def test_generation_stops_once_more_text_cannot_change_the_statements(seeded_index):
+    settled = ("BiLLM first identifies and structurally selects salient weights and minimizes the "
+               "compression loss through a binary residual approximation strategy. "
+               "It was also tested on many other models that the abstract lists in full.")
+    tail = " It then goes on about yet more things for a long while, well past the two statements it may keep."
+    answers = []
+    for reply in (settled, settled + tail * 3):
+        model = CountingModel(reply)
+        answers.append((Answerer(seeded_index, model, load()).ask(BILLM_Q), model))
+    (short, _), (long, model) = answers
+    assert long.text == short.text and long.sentences[0].status == "verified"
+    assert model.taken < len((settled + tail).split())  # it stopped within the first tail sentence

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rag.answer import Answerer
 from rag.bibtex import citation_keys
 from rag.prompts import load
-from rag.review import group, review, themes
+from rag.review import WRITE_TRIES, group, review, themes
 
 from fakes import FakeModel
 
@@ -204,3 +204,30 @@ def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing(
     assert compare.cut("In this paper, we " + "do many things, " * 20 + "end.").startswith("We do many")
     assert compare.cut("word " * 40).endswith(" …")
     assert "WidgetNet" in compare.to_csv([row], {"w": "widgetnet2024"}).splitlines()[1]
+
+
+class CopyingModel(FakeModel):
+    """Answers with the first sentence of the abstract it is given: a statement
+    that passes the check."""
+
+    def stream(self, system: str, user: str, max_tokens: int):
+        self.prompts.append(user)
+        text = user.split("<abstract>", 1)[1].split("</abstract>", 1)[0]
+        first = re.split(r"(?<=\.)\s", text.strip(), maxsplit=1)[0]
+        yield from first.split(" ")[:1]
+        for w in first.split(" ")[1:]:
+            yield " " + w
+
+
+def test_a_model_whose_statements_never_pass_is_asked_for_the_first_few_papers_only(seeded_index):
+    failing = FakeModel("Nothing to verify here.")
+    rv = review(Answerer(seeded_index, failing, load()), "large language models")
+    assert len(rv.cited) > WRITE_TRIES and len(failing.prompts) == WRITE_TRIES
+    assert all(rv.statements[e.id] and all(s.status == "quoted" for s in rv.statements[e.id]) for e in rv.cited)
+
+
+def test_a_model_whose_statements_pass_writes_every_papers(seeded_index):
+    copying = CopyingModel()
+    rv = review(Answerer(seeded_index, copying, load()), "large language models")
+    assert len(rv.cited) > WRITE_TRIES and len(copying.prompts) == len(rv.cited)
+    assert any(s.status == "verified" for e in rv.cited for s in rv.statements[e.id])

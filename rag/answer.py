@@ -489,14 +489,19 @@ class Answerer:
         # The sentences the judge finds answer the question best.
         sents = self.sentences(kept[0].entry)
         near = [sents[i] for i in np.argsort(-self.fit(question, kept[0].entry))[:3]]
-        if quantity and not any(_FIGURE.search(s) for s in near):
+        # A figure is looked for among its results too, where an abstract reports them
+        # and where the judge ranks them low for a paraphrase ("by what percentage does
+        # feeding mesh geometry ... cut the error": "by as much as 41%").
+        results = [s for s, role in zip(sents, self.roles(kept[0].entry)) if role == "result"]
+        if quantity and not any(_FIGURE.search(s) for s in near + results):
             return [f"the {quantity.group('what') or 'figure'} asked for"], "guess"
         # "Which LLM ...?" wants a name; the matching sentences must hold one
         # that the question does not already give.
         asked = {t.lower() for t in q.specifics}
         if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit()
                                               for s in near for t in specific_terms(s)):
-            return [f"which {named.group(1)}"], "guess"
+            # "which training stage does ...": the words up to the verb name the thing.
+            return [f"which {named.group(1)}{named.group(2) or ''}"], "guess"
         return [], ""
 
     def _missing(self, q: Query, entry: Entry) -> str:
@@ -694,7 +699,10 @@ _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 # ("a model which improves") nor "choosing which of several".
 _WHICH_NAME = re.compile(r"(?:^|[,;:]\s*|\b(?:and|or|on|in|for|with|by|to|from|at|under)\s+)which "
                          r"(?!(?:papers?|works?|stud\w*|methods?|approach\w*|ones?|of|is|are|was|were|"
-                         r"can|could|do|does|did|has|have|will|would)\b)([a-z]\w+)", re.I)
+                         r"can|could|do|does|did|has|have|will|would)\b)([a-z][\w-]+)"
+                         r"(?:((?:\s+[a-z][\w-]+){0,2}?)\s+(?:is|are|was|were|do|does|did|has|have|can|could|"
+                         r"[a-z]+s\s+(?:the|a|an|its|their|at|on|in|to|for|with))\b)?",
+                         re.I)
 # "Which datasets ...", "what GPU ...": asks for things an abstract names next to
 # the word when it names them ("the MUTAG and PTC datasets", "an A100 GPU").
 _NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?(?:[\w()/-]+\s+){0,4}?"

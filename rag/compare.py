@@ -1,10 +1,19 @@
 """What a paper is, in the columns researchers compare papers by: the problem it
 addresses, its approach, its main result and its data or setting.
 
-Each cell is the paper's own sentence that best fills the column, by the words
-abstracts use for it and the judge's (rag/judge.py) reading of the column's question,
-so every cell is a quote and cannot misstate the paper. A sentence fills one cell only; long ones are cut at a clause boundary and
-marked "…"; a column no sentence answers says so rather than guess.
+Each cell is the paper's own sentence that best fills the column, so every cell is
+a quote and cannot misstate the paper. What a sentence does in its abstract (the
+role tagger, rag/roles.py) leads; the words abstracts mark each part with and the
+judge's (rag/judge.py) reading of the column's question add to it. Problem,
+approach and result each take a sentence no other took; the setting is often named
+in the result's sentence, so it may share one and then shows the words around its
+data. Long sentences are cut at a clause boundary and marked "…"; a column no
+sentence fills says so rather than guess.
+
+The weights and thresholds were set against a reader's cells for the 57 seed
+abstracts (``eval/table.jsonl``; ``python bench/table.py``), and checked on a set
+of abstracts written for the check and not looked at while setting them
+(``--blind``).
 """
 
 from __future__ import annotations
@@ -14,7 +23,11 @@ import io
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from . import roles
 from .records import Entry
+from .text import URL
 
 # Column -> the question its cell answers ({name}: the paper's title or method).
 COLUMNS = {
@@ -25,27 +38,37 @@ COLUMNS = {
 }
 HEADERS = {"problem": "Problem", "approach": "Approach", "result": "Main result",
            "setting": "Data / setting"}
-ANSWERS = 0.3  # cue plus judge score under which no sentence answers the column
-# What the sentence that fills each column says, in the words abstracts use for it:
-# the judge alone reads generic column questions weakly (bench figures in README), so
-# these cues lead and the judge's score breaks ties between sentences that have them.
-CUES = {
-    "problem": r"\b(?:we (?:study|consider|address|investigate|tackle|examine|initiate)|"
-               r"(?:this|the) (?:paper|work) (?:studies|considers|addresses|investigates)|"
-               r"problem of|question of|challenge|remains? (?:unclear|open|difficult)|"
-               r"(?:is|are) (?:limited|costly|expensive|difficult|challenging))",
-    "approach": r"\b(?:we (?:propose|introduce|present|develop|design|devise|leverage|use)|"
-                r"(?:our|the proposed) (?:method|approach|framework|algorithm|model)|"
-                r"(?:called|named|dubbed|termed)\b|based on|consists? of)",
-    "result": r"(?:\d+(?:\.\d+)?\s*(?:%|x|×|times|points?|bits?)|\b(?:outperform|achiev|"
-              r"improv|surpass|reduc|speed|state-of-the-art|we (?:show|prove|demonstrate|find)|"
-              r"results? (?:show|demonstrate|indicate)|regret|bound|guarantee))",
-    "setting": r"\b(?:dataset|benchmark|experiments? (?:on|with)|evaluat\w* (?:on|across)|"
-               r"tasks?\b|(?:on|across) (?:[A-Z][\w-]+)|real-world|simulat)",
-}
-BACKGROUND = r"^(?:while|although|recent(?:ly)?|over the (?:past|last)|in recent years|" \
-             r"\w+ (?:has|have) (?:become|emerged|seen|shown)|despite)\b"
+# Score under which no sentence fills the column.
+FILLS = {"problem": 0.2, "approach": 0.3, "result": 0.3, "setting": 0.5}
+JUDGE = 0.5  # weight of the judge's reading of the column's question
+# The gap a paper takes on ("however", "remains unclear", "is costly"): a field's
+# opening sentence without one is background, not the paper's problem.
+GAP = re.compile(r"\b(?:however|yet|but|despite|although|remains?|challeng\w*|limitations?|limited|"
+                 r"struggl\w*|fail\w*|lacks?|lacking|suffers?|costly|expensive|difficult\w*|"
+                 r"bottlenecks?|unclear|unknown|little is known|open (?:question|problem)|hinders?|"
+                 r"prohibitive|inefficien\w*|whether|how to)\b", re.I)
+# A contribution that answers the gap named before it ("to address this challenge,
+# we propose"): its gap words are not a problem statement.
+RESPONSE = re.compile(r"\b(?:to (?:address|tackle|overcome|solve|resolve|fill|mitigate|remedy|bridge)|"
+                      r"in response to|as a remedy)\b", re.I)
+# The paper's own statement of its problem ("we study the problem of ...").
+STATEMENT = re.compile(r"\b(?:problem of|question of|we (?:study|consider|address|investigate|tackle|"
+                       r"examine|ask))\b", re.I)
+# What a finding is told with ("we show that", "outperforms", a bound).
+FINDING = re.compile(r"\b(?:we (?:show|prove|find|demonstrate|establish|observe|obtain|derive)|"
+                     r"(?:show|shows|showing|demonstrat\w*|reveal\w*|indicat\w*|confirm\w*|"
+                     r"suggest\w*) that|outperform\w*|achiev\w*|improv\w*|surpass\w*|reduc\w*|"
+                     r"speed\w*|state-of-the-art|better|faster|fewer|lower|higher|regret|bounds?|"
+                     r"converge\w*|accuracy)\b", re.I)
+FIGURE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s*(?:%|x|×|times|points?|bits?|dB)?(?![A-Za-z\d])")
+# Data named ("datasets", "benchmark", "on ImageNet"), and words that only point at
+# an evaluation ("experiments", "tasks"): theory abstracts have the latter too.
+DATA = re.compile(r"\b(?:datasets?|benchmarks?|corpus|corpora|experiments? (?:on|with)|"
+                  r"evaluat\w* (?:on|across|in)|real-world|simulat\w*|environments?|"
+                  r"tasks? (?:such as|including|like)|(?:on|across|over) (?:the )?[A-Z][\w-]*\d*)")
+EVALUATION = re.compile(r"\b(?:data\b|experiment\w*|empirical\w*|evaluat\w*|tasks?\b|domains?)", re.I)
 MAX_WORDS = 32  # longer sentences are cut at a clause boundary
+SETTING_WORDS = 14  # of a sentence another cell quotes, around the data it names
 NOT_STATED = "not stated in the abstract"
 
 _OPENER = re.compile(r"^(?:in this (?:paper|work)|here|specifically|to this end|to address this"
@@ -73,41 +96,70 @@ def cut(sentence: str, most: int = MAX_WORDS) -> str:
     return (head[:at] if at > len(head) // 3 else head).rstrip(",;: ") + " …"
 
 
-def _cue_scores(column: str, sentences: list[str]) -> list[float]:
-    """Cue words, less for background openers, plus where abstracts put each part:
-    the problem near the start, results near the end."""
-    cue = re.compile(CUES[column], re.I if column != "setting" else 0)
+def around(sentence: str, pattern: re.Pattern, most: int = SETTING_WORDS) -> str:
+    """The ``most`` words of the sentence from just before ``pattern``'s first
+    match, "…" where it was cut; the whole sentence, cut, when it has no match."""
+    m = pattern.search(sentence)
+    if not m:
+        return cut(sentence)
+    ws = sentence.split()
+    at = len(sentence[:m.start()].split())
+    start = max(0, at - 3)
+    part = " ".join(ws[start:start + most]).rstrip(",;:")
+    return ("… " if start else "") + part + (" …" if start + most < len(ws) else "")
+
+
+def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np.ndarray]:
+    """How well each sentence fills each column: its role's probability, the words
+    that mark the part, where abstracts put it, and the judge (``judged``: column
+    -> one score per sentence). Link sentences fill nothing."""
     n = len(sentences)
-    where = {"problem": lambda i: 0.2 * (i < 2), "result": lambda i: 0.2 * (i >= n - 2) - 0.3 * (i == 0),
-             "approach": lambda i: 0.1 * (0 < i < n - 1), "setting": lambda i: 0.0}[column]
-    return [0.6 * bool(cue.search(s)) - 0.5 * bool(re.match(BACKGROUND, s, re.I)) + where(i)
-            for i, s in enumerate(sentences)]
+    p = roles.tagger().probabilities(sentences)
+    bg, contribution, method, result = (p[:, roles.ROLES.index(r)] for r in
+                                        ("background", "contribution", "method", "result"))
+    place = np.arange(n) / max(n - 1, 1)
+    has = lambda pattern: np.array([bool(pattern.search(s)) for s in sentences], dtype=float)  # noqa: E731
+    gap = np.maximum(has(GAP) * (1 - has(RESPONSE)), has(STATEMENT))
+    first = (np.arange(n) == 0).astype(float)
+    out = {
+        "problem": 0.6 * (bg + contribution) + 0.6 * gap + 0.3 * has(STATEMENT) - 0.6 * first * (1 - gap)
+        - 0.3 * place,
+        "approach": contribution + 0.3 * method - 0.5 * bg,
+        "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
+        "setting": 0.6 * has(DATA) + 0.3 * has(EVALUATION) + 0.3 * (result + method),
+    }
+    link = has(URL) * 10
+    return {c: v + JUDGE * np.asarray(judged[c], dtype=float) - link for c, v in out.items()}
 
 
 def row(entry: Entry, sentences: list[str], score) -> Row:
-    """``score(question, entry) -> one judge score per sentence``. Columns are filled
-    in order of how sure the cues and the judge are together, each taking a sentence
-    no other cell took."""
+    """``score(question, entry) -> one judge score per sentence``. Problem, approach
+    and result are filled in order of how sure the scores are, each taking a
+    sentence no other took; the setting takes its best sentence, shared or not."""
     name = entry.name
-    scores = {c: [cue + 0.5 * float(j) for cue, j in
-                  zip(_cue_scores(c, sentences), score(q.format(name=name), entry))]
-              for c, q in COLUMNS.items()}
+    s = scores(sentences, {c: list(score(q.format(name=name), entry)) for c, q in COLUMNS.items()})
     taken: set[int] = set()
-    cells: dict[str, str] = {}
     sources: dict[str, int] = {}
-    pending = list(COLUMNS)
-    while pending:
-        col, i, best = max(((c, i, float(s)) for c in pending for i, s in enumerate(scores[c])
-                            if i not in taken), key=lambda t: t[2], default=(pending[0], -1, 0.0))
-        if best < ANSWERS or i < 0:
-            for c in pending:
-                cells[c] = NOT_STATED
-            break
-        cells[col] = cut(sentences[i])
-        sources[col] = i
-        taken.add(i)
+    pending = ["problem", "approach", "result"]
+    while pending and len(taken) < len(sentences):
+        col, i = max(((c, i) for c in pending for i in range(len(sentences)) if i not in taken),
+                     key=lambda t: s[t[0]][t[1]])
         pending.remove(col)
-    return Row(entry, {c: cells[c] for c in COLUMNS}, sources)
+        if s[col][i] >= FILLS[col]:
+            sources[col] = i
+            taken.add(i)
+    best = int(np.argmax(s["setting"])) if sentences else -1
+    if best >= 0 and s["setting"][best] >= FILLS["setting"]:
+        sources["setting"] = best
+    cells = {c: cut(sentences[sources[c]]) if c in sources else NOT_STATED for c in COLUMNS}
+    if sources.get("setting") in taken:  # the same sentence twice says nothing new
+        shared = sentences[sources["setting"]]
+        if DATA.search(shared):
+            cells["setting"] = around(shared, DATA)
+        else:  # its words around "data" or "experiments" would not name the setting
+            del sources["setting"]
+            cells["setting"] = NOT_STATED
+    return Row(entry, cells, {c: sources[c] for c in COLUMNS if c in sources})
 
 
 def markdown(rows: list[Row], mark) -> list[str]:

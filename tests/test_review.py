@@ -206,6 +206,29 @@ def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing(
     assert "WidgetNet" in compare.to_csv([row], {"w": "widgetnet2024"}).splitlines()[1]
 
 
+def test_research_table_cells_play_their_part_in_a_real_abstract(answerer, seeded_index):
+    """BiLLM's row, with the real judge and tagger: the problem is the gap it takes
+    on, not the sentence that answers it; the result carries its figure; the data,
+    named in the result's sentence, is shown as the words around it."""
+    from rag import compare
+
+    e = next(e for e in seeded_index.store.entries() if "BiLLM" in e.text and "1.08-bit" in e.text)
+    r = compare.row(e, answerer.sentences(e), answerer.fit)
+    assert "we present BiLLM" not in r.cells["problem"]
+    assert "8.41" in r.cells["result"]
+    assert r.cells["setting"].startswith("… ") and "LLaMA2-70B" in r.cells["setting"]
+    assert r.cells["setting"].strip(" …") in e.text
+
+
+def test_a_shared_setting_sentence_is_shown_around_its_data():
+    from rag import compare
+
+    s = "Experiments on the ImageNet and COCO benchmarks show that WidgetNet improves accuracy by 12% over every baseline we tried."
+    assert compare.around(s, compare.DATA, 6) == "Experiments on the ImageNet and COCO …"
+    assert compare.around("We report " + "many " * 5 + "results on ImageNet.", compare.DATA, 6) == \
+        "… many many results on ImageNet."
+
+
 class CopyingModel(FakeModel):
     """Answers with the first sentence of the abstract it is given: a statement
     that passes the check."""

@@ -2,6 +2,7 @@
 
     python bench/review.py [--topics eval/topics-holdout3.jsonl] [--data-dir DIR]
     python bench/review.py --membership     # which papers reviews keep, every topic set, no model
+    python bench/review.py --bullets        # what each paper's bullet quotes, every topic set, no model
 
 For each topic: entries reviewed, recall of the topic's gold entries, the share of
 citations that are not gold, and the wall time with the default model. A topic with
@@ -80,6 +81,53 @@ def membership(answerer: Answerer, files: list[Path]) -> None:
                   f"{n_off / max(n_kept, 1):>7.0%} {f'{declined}/{uncovered}':>18}")
 
 
+def bullets(answerer: Answerer, files: list[Path]) -> None:
+    """What each paper's bullet says, against a reader: over every review of every
+    topic set, the share of bullets that quote a sentence the reader accepts as the
+    paper's main result, or as its approach (eval/table.jsonl, seeds only), and the
+    quotes of background or links (eval/roles.jsonl). The model is a stand-in whose
+    statements never pass, as SmolLM2-135M's do not (WRITE_TRIES), so every bullet is
+    quoted."""
+    class Silent:
+        n_ctx = 2048
+
+        def count_tokens(self, text):
+            return len(text.split()) * 2
+
+        def stream(self, system, user, max_tokens):
+            yield "Nothing to verify here."
+
+    answerer.model = Silent()
+    cells = {}
+    for line in Path("eval/table.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        cells[" ".join(r["sentences"])] = r
+    roles = {}
+    for line in Path("eval/roles.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        roles.update(zip(r["sentences"], r["roles"]))
+    n = result = approach = aside = quotes = 0
+    for f in files:
+        for line in f.read_text().splitlines():
+            rv = review(answerer, json.loads(line)["topic"])
+            for e in rv.cited:
+                gold = cells.get(" ".join(answerer.sentences(e)))
+                if gold is None:
+                    continue
+                sents = [s.lower() for s in gold["sentences"]]
+                said = [next((i for i, s in enumerate(sents) if st.text.strip(" …").lower()[:60] in s), None)
+                        for st in rv.statements[e.id]]
+                n += 1
+                result += any(i in gold["cells"]["result"]["ok"] for i in said)
+                approach += any(i in gold["cells"]["approach"]["ok"] for i in said)
+                quotes += len(said)
+                aside += sum(roles.get(gold["sentences"][i]) in ("background", "other") for i in said if i is not None)
+    print(f"{n} bullets: main result quoted {result / n:.0%}, approach {approach / n:.0%}; "
+          f"background or links {aside} of {quotes} quotes")
+    print(json.dumps({"bench": "review-bullets", "bullets": n, "result": round(result / n, 3),
+                      "approach": round(approach / n, 3), "aside_quotes": aside, "quotes": quotes}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topics", type=Path, default=Path("eval/topics.jsonl"))
@@ -88,11 +136,15 @@ def main() -> None:
                     help="a topic with ten or more papers, timed for the ten-entry estimate")
     ap.add_argument("--membership", action="store_true",
                     help="only which papers each review keeps, for every eval/topics*.jsonl (no model, ~1 min)")
+    ap.add_argument("--bullets", action="store_true",
+                    help="only what each paper's bullet quotes, every eval/topics*.jsonl (no model, ~1.5 min)")
     args = ap.parse_args()
     index = Index(Settings(data_dir=args.data_dir or Path(tempfile.mkdtemp(prefix="rag-bench-"))))
     index.ensure_ingested()
     if args.membership:
         return membership(Answerer(index, None, load()), sorted(Path("eval").glob("topics*.jsonl")))
+    if args.bullets:
+        return bullets(Answerer(index, None, load()), sorted(Path("eval").glob("topics*.jsonl")))
     model = TimedModel(load_model())
     answerer = Answerer(index, model, load())
     review(answerer, "warm-up topic: bandits")  # loads the ONNX session, warms llama.cpp

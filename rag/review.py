@@ -5,10 +5,11 @@ topic (as it reads "Which papers study TOPIC?"), group them
 into themes by their embeddings (average-linkage merging of the entries' mean chunk
 vectors, cut where each paper is closest to its own group from six papers on;
 each theme named by the phrase its members share that is closest to them in
-meaning; in shorter reviews single papers go under "Other papers"), and write one cited, verified
-statement per paper (the same evidence and verification as `rag ask`, so a
-sentence that addresses a reader or a model is never written into a review), then a
-research table of quoted cells (rag/compare.py).
+meaning; in shorter reviews single papers go under "Other papers"), and say of
+each paper what it contributes and what it found: the model's statements that pass
+the same check as `rag ask`'s, else the approach its research-table row quotes
+(rag/compare.py), then its main result quoted. A sentence that addresses a reader or
+a model is never written into a review.
 References and BibTeX come from stored metadata only.
 """
 
@@ -22,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import compare
-from .answer import REFUSE_BELOW, Answerer, Sentence
+from .answer import REFUSE_BELOW, SAME_WORDS, Answerer, Sentence, _overlap
 from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
@@ -329,6 +330,7 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     question = answerer.analyse(f"What does this paper propose or show about {topic}?")
     if progress:
         progress(len(entries), "")
+    rows = {e.id: compare.row(e, answerer.sentences(e), answerer.fit) for e in entries}
     tried = written = 0
     for theme in rv.themes:
         for e in theme.entries:
@@ -338,16 +340,30 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
             # The model's statement is most of a paper's time, and a model whose first
             # WRITE_TRIES all fail the check is not tried on the rest: they are quoted.
             write = tried < WRITE_TRIES or written > 0
-            rv.statements[e.id] = answerer.evidence(e, n, question, quotes=0, write=write,
-                                                    prompt=("review.user", {"topic": topic}))
+            said = answerer.evidence(e, n, question, quotes=0, write=write,
+                                     prompt=("review.user", {"topic": topic})) if write else []
             tried += write
-            written += any(s.status == "verified" for s in rv.statements[e.id])
-    rv.table = [compare.row(e, answerer.sentences(e), answerer.fit) for e in rv.cited]
-    rows = {r.entry.id: r for r in rv.table}
+            written += any(s.status == "verified" for s in said)
+            rv.statements[e.id] = statements(said, rows[e.id], n) or answerer.evidence(
+                e, n, question, quotes=0, write=False)
+    rv.table = [rows[e.id] for e in rv.cited]
     for theme in rv.themes:
         if len(theme.entries) > 1 and theme.name != OTHERS:
             theme.relations = relate(theme, [rows[e.id] for e in theme.entries], answerer)
     return rv
+
+
+def statements(said: list[Sentence], row: compare.Row, n: int) -> list[Sentence]:
+    """What a review says of paper [n]: the model's verified statements, else the
+    paper's contribution as its table row quotes it; then its main result, quoted,
+    unless a statement already gives it."""
+    out = [s for s in said if s.status == "verified"]
+    parts = ("result",) if out else ("approach", "result")
+    for col in parts:
+        cell = row.cells[col]
+        if cell != compare.NOT_STATED and not any(_overlap(cell, s.text) >= SAME_WORDS for s in out):
+            out.append(Sentence(cell, [n], "quoted"))
+    return out
 
 
 OTHERS = "Other papers"

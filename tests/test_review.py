@@ -220,6 +220,17 @@ def test_research_table_cells_play_their_part_in_a_real_abstract(answerer, seede
     assert r.cells["setting"].strip(" …") in e.text
 
 
+def test_a_review_gives_each_paper_its_contribution_then_its_main_result(answerer):
+    """With no statement of the model's passing, each bullet quotes the paper's
+    approach and result cells: BiLLM's bullet carries its figure."""
+    rv = review(answerer, "post-training quantization of LLMs")
+    billm = next(e for e in rv.cited if "1.08-bit" in e.text)
+    said = rv.statements[billm.id]
+    row = next(r for r in rv.table if r.entry.id == billm.id)
+    assert [s.text for s in said] == [row.cells["approach"], row.cells["result"]]
+    assert all(s.status == "quoted" for s in said) and "8.41" in said[1].text
+
+
 def test_a_shared_setting_sentence_is_shown_around_its_data():
     from rag import compare
 

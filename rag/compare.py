@@ -71,9 +71,13 @@ MAX_WORDS = 32  # longer sentences are cut at a clause boundary
 SETTING_WORDS = 14  # of a sentence another cell quotes, around the data it names
 NOT_STATED = "not stated in the abstract"
 
-_OPENER = re.compile(r"^(?:in this (?:paper|work)|here|specifically|to this end|to address this"
-                     r"(?: \w+)?|moreover|furthermore|in addition|additionally|finally|"
-                     r"as a result|concretely|notably)\s*,\s*", re.I)
+# Openers that lean on the sentence before ("To address this challenge,"): a cell is
+# read alone, so they go.
+_OPENER = re.compile(r"^(?:in this (?:paper|work)|here|specifically|to this end|moreover|furthermore|"
+                     r"in addition|additionally|finally|as a result|concretely|notably|as a remedy|"
+                     r"(?:in response to|to (?:address|tackle|overcome|solve|resolve|fill|mitigate|"
+                     r"remedy|bridge)) (?:this|these|the above|above|such|both|the two)(?: [\w-]+){0,3})"
+                     r"\s*,\s*", re.I)
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,24 @@ def around(sentence: str, pattern: re.Pattern, most: int = SETTING_WORDS) -> str
     return ("… " if start else "") + part + (" …" if start + most < len(ws) else "")
 
 
+# What a contribution sentence proposes, and what a result sentence found, start
+# after these words: a synthesis that sets papers side by side quotes only that.
+PROPOSES = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|first\s+|also\s+)?"
+                      r"(?:propose|introduce|present|develop|design|devise|study|analy[sz]e|provide)s?\b\s*", re.I)
+FINDS = re.compile(r"\b(?:show|demonstrate|indicate|find|reveal|confirm|prove|suggest)s?\s+that\s+", re.I)
+
+
+def gist(sentence: str, pattern: re.Pattern, most: int) -> str:
+    """The words after ``pattern``'s first match ("we propose [an optimal
+    splitting search]"), at most ``most`` and "…" where cut; the sentence cut to
+    ``most`` words when it has no match."""
+    m = pattern.search(sentence)
+    rest = (sentence[m.end():] if m else "").split()
+    if len(rest) < 3:
+        return cut(sentence, most)
+    return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
+
+
 def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np.ndarray]:
     """How well each sentence fills each column: its role's probability, the words
     that mark the part, where abstracts put it, and the judge (``judged``: column

@@ -405,7 +405,7 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
                             [(e, "") for e in sharing]))
     # A cell is quoted here only when its sentence plays the column's part in the
     # abstract (the tagger's role), since a frame that says "approach" vouches for it.
-    approaches = [(r.entry, compare.cut(r.cells["approach"], RELATED_WORDS)) for r in rows
+    approaches = [(r.entry, compare.gist(r.cells["approach"], compare.PROPOSES, RELATED_WORDS)) for r in rows
                   if _role(r, "approach", answerer) in ("contribution", "method")]
     if len(approaches) >= 2:
         out.append(Relation("They differ in approach:", approaches))
@@ -419,5 +419,5 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
                             [(r.entry, "") for r in proved], [r.entry for r in measured]))
     elif len(results) >= 2:
         out.append(Relation("Their main results:",
-                            [(r.entry, compare.cut(r.cells["result"], RELATED_WORDS)) for r in results]))
+                            [(r.entry, compare.gist(r.cells["result"], compare.FINDS, RELATED_WORDS)) for r in results]))
     return out

@@ -241,6 +241,10 @@ def test_a_shared_setting_sentence_is_shown_around_its_data():
     assert compare.around(s, compare.DATA, 6) == "Experiments on the ImageNet and COCO …"
     assert compare.around("We report " + "many " * 5 + "results on ImageNet.", compare.DATA, 6) == \
         "… many many results on ImageNet."
+    # A theme's synthesis quotes what each paper proposes and found, not the lead-in.
+    assert compare.gist("Seeing this, we propose an optimal splitting search to group weights.",
+                        compare.PROPOSES, 16) == "… an optimal splitting search to group weights."
+    assert compare.gist("The results show that X beats Y on Z.", compare.FINDS, 3) == "… X beats Y …"
 
 
 class CopyingModel(FakeModel):

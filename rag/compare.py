@@ -63,9 +63,10 @@ FINDING = re.compile(r"\b(?:we (?:show|prove|find|demonstrate|establish|observe|
 FIGURE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s*(?:%|x|×|times|points?|bits?|dB)?(?![A-Za-z\d])")
 # Data named ("datasets", "benchmark", "on ImageNet"), and words that only point at
 # an evaluation ("experiments", "tasks"): theory abstracts have the latter too.
-DATA = re.compile(r"\b(?:datasets?|benchmarks?|corpus|corpora|experiments? (?:on|with)|"
-                  r"evaluat\w* (?:on|across|in)|real-world|simulat\w*|environments?|"
-                  r"tasks? (?:such as|including|like)|(?:on|across|over) (?:the )?[A-Z][\w-]*\d*)")
+DATA = re.compile(r"\b(?:datasets?|benchmarks?|corpus|corpora|testbeds?|"
+                  r"(?:experiment\w*|evaluat\w*|results|tested|applied|apply)(?: [\w-]+){0,4} (?:on|across|in|with|over|to) |"
+                  r"real-world|simulat\w*|environments?|tasks?,? (?:such as|including|like|namely)|"
+                  r"(?:on|across|over) (?:the )?[A-Z][\w-]*\d*)")
 EVALUATION = re.compile(r"\b(?:data\b|experiment\w*|empirical\w*|evaluat\w*|tasks?\b|domains?)", re.I)
 MAX_WORDS = 32  # longer sentences are cut at a clause boundary
 SETTING_WORDS = 14  # of a sentence another cell quotes, around the data it names
@@ -131,6 +132,16 @@ def gist(sentence: str, pattern: re.Pattern, most: int) -> str:
     return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
 
 
+def finding(sentence: str, most: int = MAX_WORDS) -> str:
+    """A result sentence as a cell: whole when short; else what it found ("… SV,
+    DID … reduce the predictive error … by as much as 41%"), where it says "show
+    that"; else cut."""
+    if len(sentence.split()) <= most:
+        return cut(sentence, most)
+    m = FINDS.search(sentence)
+    return gist(sentence, FINDS, most) if m and len(sentence[m.end():].split()) >= 3 else cut(sentence, most)
+
+
 def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np.ndarray]:
     """How well each sentence fills each column: its role's probability, the words
     that mark the part, where abstracts put it, and the judge (``judged``: column
@@ -154,12 +165,16 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
     return {c: v + JUDGE * np.asarray(judged[c], dtype=float) - link for c, v in out.items()}
 
 
-def row(entry: Entry, sentences: list[str], score) -> Row:
-    """``score(question, entry) -> one judge score per sentence``. Problem, approach
-    and result are filled in order of how sure the scores are, each taking a
-    sentence no other took; the setting takes its best sentence, shared or not."""
+def row(entry: Entry, sentences: list[str], score=None) -> Row:
+    """``score(question, entry) -> one judge score per sentence``; without it the
+    roles and words alone choose (answers, where four more judge reads per paper
+    would cost 0.26 s: approach right 70% rather than 88% on the seeds, result 91%
+    either way). Problem, approach and result are filled in order of how sure the
+    scores are, each taking a sentence no other took; the setting takes its best
+    sentence, shared or not."""
     name = entry.name
-    s = scores(sentences, {c: list(score(q.format(name=name), entry)) for c, q in COLUMNS.items()})
+    s = scores(sentences, {c: list(score(q.format(name=name), entry)) if score else [0.0] * len(sentences)
+                           for c, q in COLUMNS.items()})
     taken: set[int] = set()
     sources: dict[str, int] = {}
     pending = ["problem", "approach", "result"]
@@ -174,11 +189,15 @@ def row(entry: Entry, sentences: list[str], score) -> Row:
     if best >= 0 and s["setting"][best] >= FILLS["setting"]:
         sources["setting"] = best
     cells = {c: cut(sentences[sources[c]]) if c in sources else NOT_STATED for c in COLUMNS}
+    if "result" in sources:  # a long result keeps what was found, not its lead-in
+        cells["result"] = finding(sentences[sources["result"]])
     if sources.get("setting") in taken:  # the same sentence twice says nothing new
         shared = sentences[sources["setting"]]
-        if DATA.search(shared):
-            cells["setting"] = around(shared, DATA)
-        else:  # its words around "data" or "experiments" would not name the setting
+        cue = DATA if DATA.search(shared) else EVALUATION
+        m = cue.search(shared)
+        if m and len(shared[m.end():].split()) >= 3:
+            cells["setting"] = around(shared, cue)
+        else:  # "… presence of offline data." names no setting, nor does no cue
             del sources["setting"]
             cells["setting"] = NOT_STATED
     return Row(entry, cells, {c: sources[c] for c in COLUMNS if c in sources})

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import compare
-from .answer import REFUSE_BELOW, SAME_WORDS, Answerer, Sentence, _overlap
+from .answer import QUOTE_WORDS, REFUSE_BELOW, SAME_WORDS, Answerer, Sentence, _overlap
 from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
@@ -344,7 +344,7 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
                                      prompt=("review.user", {"topic": topic})) if write else []
             tried += write
             written += any(s.status == "verified" for s in said)
-            rv.statements[e.id] = statements(said, rows[e.id], n) or answerer.evidence(
+            rv.statements[e.id] = statements(said, rows[e.id], answerer.sentences(e), n) or answerer.evidence(
                 e, n, question, quotes=0, write=False)
     rv.table = [rows[e.id] for e in rv.cited]
     for theme in rv.themes:
@@ -353,26 +353,33 @@ def review(answerer: Answerer, topic: str, k: int | None = None,
     return rv
 
 
-def statements(said: list[Sentence], row: compare.Row, n: int) -> list[Sentence]:
+def statements(said: list[Sentence], row: compare.Row, sentences: list[str], n: int) -> list[Sentence]:
     """What a review says of paper [n]: the model's verified statements, else the
-    paper's contribution as its table row quotes it; then its main result, quoted,
-    unless a statement already gives it."""
+    sentence its table row quotes as its approach; then the one it quotes as its main
+    result, unless a statement already gives it. Whole, as answers quote, where a
+    table cell is cut shorter."""
     out = [s for s in said if s.status == "verified"]
     parts = ("result",) if out else ("approach", "result")
     for col in parts:
-        cell = row.cells[col]
-        if cell != compare.NOT_STATED and not any(_overlap(cell, s.text) >= SAME_WORDS for s in out):
-            out.append(Sentence(cell, [n], "quoted"))
+        if col not in row.sources:
+            continue
+        text = compare.cut(sentences[row.sources[col]], QUOTE_WORDS)
+        if not any(_overlap(text, s.text) >= SAME_WORDS for s in out):
+            out.append(Sentence(text, [n], "quoted"))
     return out
 
 
 OTHERS = "Other papers"
-RELATED_WORDS = 16  # of a paper's own words quoted in a theme's synthesis
-# What kind of result a paper reports, from its result cell: a theorem or bound,
-# or a measurement.
-_THEORY = re.compile(r"\b(?:we (?:prove|derive|establish)|proofs?\b|theorem|guarantee|"
-                     r"(?:upper|lower|minimax|regret|error) bounds?\b)", re.I)
-_MEASURED = re.compile(r"\d")
+RELATED_WORDS = 24  # of a paper's own words quoted in a theme's synthesis
+# What kind of results a paper reports, from its whole abstract: proved (and not
+# measured), or measured (and not proved); a paper that does both is in neither.
+# Digits do not tell them apart: "$\varepsilon>0$" is no measurement, and "raise the
+# lower bound from 0.4598 to 0.9452" is no proof.
+_THEORY = re.compile(r"\\mathcal\{O\}|\b(?:we (?:prove|derive|establish)|prove[sn]?\b|provabl\w*|proofs?\b|"
+                     r"theorems?\b|minimax|regret bounds?|convergence rates?|"
+                     r"theoretical(?:ly)? (?:guarantee|analysis|result)s?)", re.I)
+_MEASURED = re.compile(r"\b(?:experiment\w*|empirical\w*|evaluat\w*|benchmarks?|datasets?|"
+                       r"outperform\w*|simulations?|testbeds?)\b", re.I)
 
 
 def _phrase_in(phrase: tuple[str, ...], sentences: list[str]) -> bool:
@@ -405,13 +412,17 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
                             [(e, "") for e in sharing]))
     # A cell is quoted here only when its sentence plays the column's part in the
     # abstract (the tagger's role), since a frame that says "approach" vouches for it.
-    approaches = [(r.entry, compare.gist(r.cells["approach"], compare.PROPOSES, RELATED_WORDS)) for r in rows
+    def said(r: compare.Row, column: str, pattern: re.Pattern) -> str:
+        return compare.gist(answerer.sentences(r.entry)[r.sources[column]], pattern, RELATED_WORDS)
+
+    approaches = [(r.entry, said(r, "approach", compare.PROPOSES)) for r in rows
                   if _role(r, "approach", answerer) in ("contribution", "method")]
     if len(approaches) >= 2:
         out.append(Relation("They differ in approach:", approaches))
     results = [r for r in rows if _role(r, "result", answerer) == "result"]
-    proved = [r for r in results if _THEORY.search(r.cells["result"])]
-    measured = [r for r in results if r not in proved and _MEASURED.search(r.cells["result"])]
+    text = {r.entry.id: " ".join(answerer.sentences(r.entry)) for r in rows}
+    proved = [r for r in rows if _THEORY.search(text[r.entry.id]) and not _MEASURED.search(text[r.entry.id])]
+    measured = [r for r in rows if _MEASURED.search(text[r.entry.id]) and not _THEORY.search(text[r.entry.id])]
     if proved and measured:
         out.append(Relation(f"{{papers}} {'prove' if len(proved) > 1 else 'proves'} {'their' if len(proved) > 1 else 'its'} "
                             f"results, while {{others}} {'measure' if len(measured) > 1 else 'measures'} "
@@ -419,5 +430,5 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
                             [(r.entry, "") for r in proved], [r.entry for r in measured]))
     elif len(results) >= 2:
         out.append(Relation("Their main results:",
-                            [(r.entry, compare.gist(r.cells["result"], compare.FINDS, RELATED_WORDS)) for r in results]))
+                            [(r.entry, said(r, "result", compare.FINDS)) for r in results]))
     return out

@@ -224,14 +224,27 @@ def test_research_table_cells_play_their_part_in_a_real_abstract(answerer, seede
 
 
 def test_a_review_gives_each_paper_its_contribution_then_its_main_result(answerer):
-    """With no statement of the model's passing, each bullet quotes the paper's
-    approach and result cells: BiLLM's bullet carries its figure."""
+    """With no statement of the model's passing, each bullet quotes the sentences of
+    the paper's approach and result cells, whole: BiLLM's bullet carries its figure."""
+    from rag import compare
+    from rag.answer import QUOTE_WORDS
+
     rv = review(answerer, "post-training quantization of LLMs")
     billm = next(e for e in rv.cited if "1.08-bit" in e.text)
     said = rv.statements[billm.id]
     row = next(r for r in rv.table if r.entry.id == billm.id)
-    assert [s.text for s in said] == [row.cells["approach"], row.cells["result"]]
+    sents = answerer.sentences(billm)
+    assert [s.text for s in said] == [compare.cut(sents[row.sources[c]], QUOTE_WORDS) for c in ("approach", "result")]
     assert all(s.status == "quoted" for s in said) and "8.41" in said[1].text
+
+
+def test_a_paper_proves_or_measures_by_its_whole_abstract_not_its_digits():
+    from rag.review import _MEASURED, _THEORY
+
+    theory = "We prove tight minimax regret bounds for any $\\varepsilon>0$ and $K = 2$ groups."
+    empirical = "On a testbed of 369 models, our relaxations raise the lower bound from 0.4598 to 0.9452."
+    assert _THEORY.search(theory) and not _MEASURED.search(theory)
+    assert _MEASURED.search(empirical) and not _THEORY.search(empirical)
 
 
 def test_a_shared_setting_sentence_is_shown_around_its_data():
@@ -240,7 +253,7 @@ def test_a_shared_setting_sentence_is_shown_around_its_data():
     s = "Experiments on the ImageNet and COCO benchmarks show that WidgetNet improves accuracy by 12% over every baseline we tried."
     assert compare.around(s, compare.DATA, 6) == "Experiments on the ImageNet and COCO …"
     assert compare.around("We report " + "many " * 5 + "results on ImageNet.", compare.DATA, 6) == \
-        "… many many results on ImageNet."
+        "… many many many results on ImageNet."
     # A theme's synthesis quotes what each paper proposes and found, not the lead-in.
     assert compare.gist("Seeing this, we propose an optimal splitting search to group weights.",
                         compare.PROPOSES, 16) == "… an optimal splitting search to group weights."

@@ -126,12 +126,20 @@ PROPOSES = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|first\s
 FINDS = re.compile(r"\b(?:show|demonstrate|indicate|find|reveal|confirm|prove|suggest)s?\s+that\s+", re.I)
 
 
+# A lead-in that qualifies what follows ("Without any bound on their difference, we
+# show that no policy can ..."): dropping it would change the claim.
+QUALIFIER = re.compile(r"\b(?:without|unless|if|when|whenever|under|only|provided|given|assuming|"
+                       r"in the absence|except|absent)\b", re.I)
+
+
 def gist(sentence: str, pattern: re.Pattern, most: int) -> str:
     """The words after ``pattern``'s first match ("we propose [an optimal
-    splitting search]"), at most ``most`` and "…" where cut; the sentence cut to
-    ``most`` words when it has no match."""
+    splitting search]"), at most ``most`` and "…" where cut; when the words before it
+    qualify the claim, the sentence cut to twice ``most``; else cut to ``most``."""
     m = pattern.search(sentence)
     rest = (sentence[m.end():] if m else "").split()
+    if m and QUALIFIER.search(sentence[:m.start()]):
+        return cut(sentence, 2 * most)  # the claim with its condition, or no claim at all
     if len(rest) < 3:
         return cut(sentence, most)
     return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
@@ -143,8 +151,7 @@ def finding(sentence: str, most: int = MAX_WORDS) -> str:
     that"; else cut."""
     if len(sentence.split()) <= most:
         return cut(sentence, most)
-    m = FINDS.search(sentence)
-    return gist(sentence, FINDS, most) if m and len(sentence[m.end():].split()) >= 3 else cut(sentence, most)
+    return gist(sentence, FINDS, most)
 
 
 def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np.ndarray]:

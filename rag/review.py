@@ -406,7 +406,9 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
     phrase = tuple(t for w in theme.name.split() for t in terms(w)[:1])
     sharing = [e for e in theme.entries if phrase and _phrase_in(
         phrase, [s for s, r in zip(answerer.sentences(e), answerer.roles(e)) if r != "background"])]
-    if len(sharing) >= 2:
+    # One word shared is too often a word and not a subject ("Diversity Control"
+    # and motor control are not one theme).
+    if len(sharing) >= 2 and len(phrase) > 1:
         everyone = "all " if len(sharing) == len(theme.entries) else ""
         out.append(Relation(f"{{papers}} {everyone}address {theme.name.lower()}.",
                             [(e, "") for e in sharing]))
@@ -415,8 +417,10 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
     def said(r: compare.Row, column: str, pattern: re.Pattern) -> str:
         return compare.gist(answerer.sentences(r.entry)[r.sources[column]], pattern, RELATED_WORDS)
 
+    # ... and says that it proposes: "Our analysis reveals ..." is a finding.
     approaches = [(r.entry, said(r, "approach", compare.PROPOSES)) for r in rows
-                  if _role(r, "approach", answerer) in ("contribution", "method")]
+                  if _role(r, "approach", answerer) in ("contribution", "method")
+                  and compare.PROPOSES.search(answerer.sentences(r.entry)[r.sources["approach"]])]
     if len(approaches) >= 2:
         out.append(Relation("They differ in approach:", approaches))
     results = [r for r in rows if _role(r, "result", answerer) == "result"]

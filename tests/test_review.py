@@ -258,6 +258,9 @@ def test_a_shared_setting_sentence_is_shown_around_its_data():
     assert compare.gist("Seeing this, we propose an optimal splitting search to group weights.",
                         compare.PROPOSES, 16) == "… an optimal splitting search to group weights."
     assert compare.gist("The results show that X beats Y on Z.", compare.FINDS, 3) == "… X beats Y …"
+    # A condition before "we show that" stays with the claim it qualifies.
+    qualified = "Without a bound on their gap, we show that no policy can beat UCB."
+    assert compare.gist(qualified, compare.FINDS, 8) == qualified
 
 
 class CopyingModel(FakeModel):

@@ -585,7 +585,7 @@ class Answerer:
         picked: list[int] = []
         if q.overview and most > 1:
             # The research table's approach and result (rag/compare.py, by roles and
-            # words): against a reader's cells on the seeds, 70% and 91% right, where
+            # words): against a reader's cells on the seeds, 68% and 91% right, where
             # the first contribution and the first result with a figure were 60% and 72%.
             cells = compare.row(entry, self.sentences(entry)).sources
             picked += [cells[c] for c in ("approach", "result") if c in cells and cells[c] in ranked]

@@ -184,7 +184,7 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
 def row(entry: Entry, sentences: list[str], score=None) -> Row:
     """``score(question, entry) -> one judge score per sentence``; without it the
     roles and words alone choose (answers, where four more judge reads per paper
-    would cost 0.26 s: approach right 70% rather than 88% on the seeds, result 91%
+    would cost 0.26 s: approach right 68% rather than 91% on the seeds, result 91%
     either way). Problem, approach and result are filled in order of how sure the
     scores are, each taking a sentence no other took; the setting takes its best
     sentence, shared or not."""

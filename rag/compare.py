@@ -51,9 +51,12 @@ GAP = re.compile(r"\b(?:however|yet|but|despite|although|remains?|challeng\w*|li
 # we propose"): its gap words are not a problem statement.
 RESPONSE = re.compile(r"\b(?:to (?:address|tackle|overcome|solve|resolve|fill|mitigate|remedy|bridge)|"
                       r"in response to|as a remedy)\b", re.I)
+# A definition ("A conformer is called ...", "consists of") sets terms, it poses no problem.
+DEFINITION = re.compile(r"\b(?:is|are) (?:called|defined as|known as|referred to as)|\brefers? to\b|"
+                        r"\bconsists? of\b", re.I)
 # The paper's own statement of its problem ("we study the problem of ...").
-STATEMENT = re.compile(r"\b(?:problem of|question of|we (?:study|consider|address|investigate|tackle|"
-                       r"examine|ask))\b", re.I)
+STATEMENT = re.compile(r"\b(?:problem of|question of|we (?:study|address|investigate|tackle|examine|ask|"
+                       r"consider (?:the|a|an) (?:\w+ )?(?:problem|task|question|setting)))\b", re.I)
 # What a finding is told with ("we show that", "outperforms", a bound).
 FINDING = re.compile(r"\b(?:we (?:show|prove|find|demonstrate|establish|observe|obtain|derive)|"
                      r"(?:show|shows|showing|demonstrat\w*|reveal\w*|indicat\w*|confirm\w*|"
@@ -168,7 +171,7 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
     first = (np.arange(n) == 0).astype(float)
     out = {
         "problem": 0.6 * (bg + contribution) + 0.6 * gap + 0.3 * has(STATEMENT) - 0.6 * first * (1 - gap)
-        - 0.3 * place,
+        - 0.3 * place - 0.5 * has(DEFINITION),
         "approach": contribution + 0.3 * method - 0.5 * bg,
         "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
         "setting": 0.6 * has(DATA) + 0.3 * has(EVALUATION) + 0.3 * (result + method),

@@ -79,6 +79,10 @@ ANAPHORA_WEIGHT = 0.5  # seeds: 20 -> 12 such cells, cells right 79.4% -> 79.8% 
 MAX_WORDS = 32  # longer sentences are cut at a clause boundary
 SETTING_WORDS = 14  # of a sentence another cell quotes, around the data it names
 NOT_STATED = "not stated in the abstract"
+# A setting cell left empty says what is missing: readers count a theory paper's
+# formal setting as a setting, so "not stated" there reads as false.
+NO_DATA = "no data or benchmark named in the abstract"
+MISSING = {c: NO_DATA if c == "setting" else NOT_STATED for c in COLUMNS}
 
 # Openers that lean on the sentence before ("To address this challenge,"): a cell is
 # read alone, so they go.
@@ -207,7 +211,7 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
     best = int(np.argmax(s["setting"])) if sentences else -1
     if best >= 0 and s["setting"][best] >= FILLS["setting"]:
         sources["setting"] = best
-    cells = {c: cut(sentences[sources[c]]) if c in sources else NOT_STATED for c in COLUMNS}
+    cells = {c: cut(sentences[sources[c]]) if c in sources else MISSING[c] for c in COLUMNS}
     if "result" in sources:  # a long result keeps what was found, not its lead-in
         cells["result"] = finding(sentences[sources["result"]])
     if sources.get("setting") in taken:  # the same sentence twice says nothing new
@@ -218,7 +222,7 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
             cells["setting"] = around(shared, cue)
         else:  # "… presence of offline data." names no setting, nor does no cue
             del sources["setting"]
-            cells["setting"] = NOT_STATED
+            cells["setting"] = NO_DATA
     return Row(entry, cells, {c: sources[c] for c in COLUMNS if c in sources})
 
 

@@ -197,7 +197,7 @@ def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing(
     e = Entry(id="w", label="WidgetNet", text=" ".join(sents), source=Source("w.jsonl", 1))
     row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
     assert row.cells == {"problem": sents[1], "approach": sents[2], "result": sents[3],
-                         "setting": compare.NOT_STATED}
+                         "setting": compare.NO_DATA}
     table = compare.markdown([row], lambda entry: "[1]")
     assert table[0].startswith("| Paper | Problem | Approach | Main result | Data / setting |")
     assert table[2].startswith("| WidgetNet [1] | We study the problem")

@@ -150,6 +150,7 @@ class _Guarded:
 # the same files skip it (the child costs about 1.1 s on this machine, once per change).
 
 _PROBE = """
+import random
 import sys
 import chromadb
 from chromadb.config import Settings
@@ -162,7 +163,12 @@ for suffix in ("_entries", "_chunks"):
     n = c.count()
     if n:
         got = c.get(limit=1, include=["embeddings", "metadatas", "documents"])
-        c.query(query_embeddings=[list(got["embeddings"][0])], n_results=min(n, 3))
+        first = [float(x) for x in got["embeddings"][0]]
+        # A search walks the graph from wherever its vector leads, so one query can
+        # pass a damaged file that the next one crashes on: ask from many directions.
+        rng = random.Random(0)
+        probes = [first, [-x for x in first]] + [[rng.gauss(0, 1) for _ in first] for _ in range(30)]
+        c.query(query_embeddings=probes, n_results=min(n, 50))
 """
 
 

@@ -22,12 +22,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache"  # git-ignored
 QUESTIONS = ROOT / "eval" / "questions.jsonl"
+ROLES = ROOT / "eval" / "roles.jsonl"  # the seed sentences' roles, labelled by a reader
 
 
 def questions(kinds: set[str] | None = None) -> list[dict]:
     """The evaluation questions, optionally only those whose ``kind`` is in ``kinds``."""
     rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [r for r in rows if kinds is None or r["kind"] in kinds]
+
+
+def gold_roles() -> dict[str, str]:
+    """Each labelled seed sentence -> its role (sentences are unique in the seeds)."""
+    out = {}
+    for line in ROLES.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        out.update(zip(r["sentences"], r["roles"]))
+    return out
 
 
 def pct(values, q: float) -> float:

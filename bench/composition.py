@@ -34,17 +34,8 @@ from rag.prompts import load
 from rag.query import Query
 from rag.roles import tagger
 
-ROLES = _util.ROOT / "eval" / "roles.jsonl"
+ROLES = _util.ROLES
 ASIDE = {"background", "other"}
-
-
-def gold_roles() -> dict[str, str]:
-    """Each labelled seed sentence -> its role (sentences are unique in the seeds)."""
-    out = {}
-    for line in ROLES.read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        out.update(zip(r["sentences"], r["roles"]))
-    return out
 
 
 def role_of(quote: str, roles: dict[str, str]) -> str | None:
@@ -74,7 +65,7 @@ def main() -> None:
     index = Index(Settings(data_dir=Path(tempfile.mkdtemp(prefix="rag-bench-"))))
     index.ensure_ingested()
     answerer = Answerer(index, load_model(), load())
-    roles = gold_roles()
+    roles = _util.gold_roles()
     facts: dict[str, list[float]] = defaultdict(list)
     quotes: dict[str, int] = defaultdict(int)
     examples: list[str] = []

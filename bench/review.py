@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _util
 from rag.answer import Answerer
 from rag.config import Settings
 from rag.index import Index
@@ -102,10 +103,7 @@ def bullets(answerer: Answerer, files: list[Path]) -> None:
     for line in Path("eval/table.jsonl").read_text().splitlines():
         r = json.loads(line)
         cells[" ".join(r["sentences"])] = r
-    roles = {}
-    for line in Path("eval/roles.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        roles.update(zip(r["sentences"], r["roles"]))
+    roles = _util.gold_roles()
     n = result = approach = aside = quotes = 0
     for f in files:
         for line in f.read_text().splitlines():

@@ -593,7 +593,8 @@ class Answerer:
             # A "Which papers ...?" answer names each paper's first contribution ("we
             # present BiLLM"): the table's approach there brought fewer of the key
             # facts (multi-paper questions, quotes only: 42.6% -> 38.1%).
-            contribution = sorted(i for i in ranked if self.roles(entry)[i] == "contribution")
+            role = self.roles(entry)
+            contribution = sorted(i for i in ranked if role[i] == "contribution")
             picked += contribution[:1]
         # Past the first, only sentences the judge rates near the best: on held-out
         # synthetic questions a fixed three quoted 0.30 answering sentences per quote

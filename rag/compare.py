@@ -171,10 +171,11 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
                                         ("background", "contribution", "method", "result"))
     place = np.arange(n) / max(n - 1, 1)
     has = lambda pattern: np.array([bool(pattern.search(s)) for s in sentences], dtype=float)  # noqa: E731
-    gap = np.maximum(has(GAP) * (1 - has(RESPONSE)), has(STATEMENT))
+    statement = has(STATEMENT)
+    gap = np.maximum(has(GAP) * (1 - has(RESPONSE)), statement)
     first = (np.arange(n) == 0).astype(float)
     out = {
-        "problem": 0.6 * (bg + contribution) + 0.6 * gap + 0.3 * has(STATEMENT) - 0.6 * first * (1 - gap)
+        "problem": 0.6 * (bg + contribution) + 0.6 * gap + 0.3 * statement - 0.6 * first * (1 - gap)
         - 0.3 * place - 0.5 * has(DEFINITION),
         "approach": contribution + 0.3 * method - 0.5 * bg,
         "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
@@ -182,10 +183,8 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
     }
     # A sentence that leans on the one before ("the two", "this problem", "However,
     # it ...") cannot be read alone in a cell.
-    lean = ANAPHORA_WEIGHT * has(ANAPHORA)
-    out = {c: v - lean for c, v in out.items()}
-    link = has(URL) * 10
-    return {c: v + JUDGE * np.asarray(judged[c], dtype=float) - link for c, v in out.items()}
+    penalty = ANAPHORA_WEIGHT * has(ANAPHORA) + 10 * has(URL)
+    return {c: v + JUDGE * np.asarray(judged[c], dtype=float) - penalty for c, v in out.items()}
 
 
 def row(entry: Entry, sentences: list[str], score=None) -> Row:

@@ -414,13 +414,16 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
                             [(e, "") for e in sharing]))
     # A cell is quoted here only when its sentence plays the column's part in the
     # abstract (the tagger's role), since a frame that says "approach" vouches for it.
+    def source(r: compare.Row, column: str) -> str:
+        return answerer.sentences(r.entry)[r.sources[column]]
+
     def said(r: compare.Row, column: str, pattern: re.Pattern) -> str:
-        return compare.gist(answerer.sentences(r.entry)[r.sources[column]], pattern, RELATED_WORDS)
+        return compare.gist(source(r, column), pattern, RELATED_WORDS)
 
     # ... and says that it proposes: "Our analysis reveals ..." is a finding.
     approaches = [(r.entry, said(r, "approach", compare.PROPOSES)) for r in rows
                   if _role(r, "approach", answerer) in ("contribution", "method")
-                  and compare.PROPOSES.search(answerer.sentences(r.entry)[r.sources["approach"]])]
+                  and compare.PROPOSES.search(source(r, "approach"))]
     if len(approaches) >= 2:
         out.append(Relation("They differ in approach:", approaches))
     results = [r for r in rows if _role(r, "result", answerer) == "result"]

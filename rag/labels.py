@@ -78,6 +78,7 @@ _ACRONYM = re.compile(r"\(([A-Z][A-Za-z]*[A-Z]s?)\)")
 # What "we study …" studies: up to a clause boundary, a verb-like word or a few words.
 _OBJECT = re.compile(
     r"\b(?:we|this (?:work|paper|study))\s+(?:(?:first|further|also|then|\w+ly)\s+)*"
+    r"(?:(?:take the first step|aim|seek|set out|are the first)\s+to\s+)?"
     r"(?:propose|introduce|present|study|investigate|initiate the study of|analy[sz]e|"
     r"optimi[sz]e|examine|explore|consider|address|tackle|develop|revisit|formali[sz]e|"
     r"characteri[sz]e|identify|discuss|design)\s+(?:(?:the|a|an|such|this|these|how|"
@@ -88,6 +89,10 @@ _STOP_AT = re.compile(
 _LEAD_DROP = re.compile(r"^(?:(?:the|a|an|such|this|these|their|its|our|of|new|novel|problem of|task of|"
                         r"question of|impact of|role of|effect of|use of)\s+)+", re.I)
 _MATH = re.compile(r"\$[^$]*\$")
+# An aside in brackets ("(i.e., single epoch)", "(DNN)") would cut a phrase short.
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+# A phrase that points elsewhere ("sources of these disparities") names nothing alone.
+_POINTS = frozenset("this these those above following aforementioned".split())
 _SMALL = frozenset("of for in on with the a an and to".split())
 _WEAK = frozenset("""problem problems task tasks setting settings approach approaches method
 methods framework model models results result analysis way ways question questions
@@ -167,10 +172,18 @@ def _studied(text: str) -> str:
         m = _OBJECT.search(s)
         if not m:
             continue
-        rest = m.group(1)
+        rest = _ASIDE.sub("", m.group(1))
         stop = _STOP_AT.search(" " + rest + " ")
         phrase = _LEAD_DROP.sub("", (" " + rest)[: stop.start()].strip() if stop else rest)
-        phrase = _tidy(" ".join(_tidy(phrase).split()[:6]))
+        words = _tidy(phrase).split()
+        # Cut at six words, not inside a trailing "on 3D (protein structures)".
+        if len(words) > 6:
+            words = words[:6]
+            if words[-2].lower() in _SMALL:
+                words = words[:-2]
+        phrase = _tidy(" ".join(words))
+        if _POINTS & set(phrase.lower().split()):
+            continue
         content = [_stem(w) for w in re.findall(r"[^\W\d_][\w\-]*", phrase.lower())
                    if w not in _SMALL and w not in _WEAK and len(w) >= 3]
         if len(content) >= 2 or (content and len(content[0]) > 6):

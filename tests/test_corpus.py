@@ -44,6 +44,10 @@ def test_untitled_entries_are_labelled_by_their_subject_never_opening_words():
     labels = {e.label: e for e in entries}
     assert {"watermark stealing", "online cascade learning", "Feedback Alignment",
             "Restless multi-armed bandits", "Classifier-Free Guidance"} <= set(labels)
+    # Not cut by an aside in brackets ("on *online* (i.e., single epoch) learning") or
+    # inside a trailing phrase ("... strategy on 3D"); not a phrase pointing elsewhere.
+    assert {"SGD noise on online learning", "span mask pre-training strategy"} <= set(labels)
+    assert "sources of these disparities" not in labels
     # A subject is not a name: sentences say "this paper", not "watermark stealing shows …".
     assert labels["watermark stealing"].name == "this paper" and labels["BiLLM"].name == "BiLLM"
     assert subject("Prior works focused on *offline learning*, while we study *online "

@@ -25,6 +25,20 @@ QUESTIONS = ROOT / "eval" / "questions.jsonl"
 ROLES = ROOT / "eval" / "roles.jsonl"  # the seed sentences' roles, labelled by a reader
 
 
+class Silent:
+    """A chat model that writes nothing, as a stand-in for one whose statements never
+    pass the check (SmolLM2-135M's rarely do): every answer and review bullet is then
+    quoted, and what is decided before the model writes is the pipeline's own."""
+
+    path, sha256, n_ctx = "silent", "", 2048
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) * 2
+
+    def stream(self, system: str, user: str, max_tokens: int):
+        return iter(())
+
+
 def questions(kinds: set[str] | None = None) -> list[dict]:
     """The evaluation questions, optionally only those whose ``kind`` is in ``kinds``."""
     rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]

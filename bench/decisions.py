@@ -19,6 +19,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+import _util
 from rag import answer as A
 from rag.answer import Answerer
 from rag.config import Settings
@@ -28,18 +29,6 @@ from rag.judge import Judge
 from rag.prompts import load as load_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class Silent:
-    """A chat model that writes nothing: every answer is quotes and notices."""
-
-    path, sha256, n_ctx = "silent", "", 2048
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4 + 1
-
-    def stream(self, system: str, user: str, max_tokens: int):
-        return iter(())
 
 
 def run(answerer: Answerer, path: Path, show: bool) -> dict[str, list[float]]:
@@ -74,17 +63,26 @@ def main() -> None:
     ap.add_argument("--judge", type=Path, default=None, help="another ONNX judge for every reading")
     ap.add_argument("--questions-judge", type=Path, default=None,
                     help="another ONNX judge for single-paper questions only")
-    ap.add_argument("--fusion", default=None,
-                    help="single-paper FUSION coefficients for that judge, 'b,retrieval,answers,about'")
+    ap.add_argument("--fusion", action="append", default=[], metavar="KIND=B,RETRIEVAL,ANSWERS,ABOUT",
+                    help="FUSION coefficients for a retrained judge (KIND single or survey), "
+                         "as bench/judge.py --fit prints them")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="another value for a threshold of rag/answer.py (ANSWERS, ON_TOPIC, ABOUT, ...)")
     ap.add_argument("--show", action="store_true", help="list the questions decided wrongly")
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args()
-    if args.fusion:
-        A.FUSION = A.FUSION | {"single": tuple(float(v) for v in args.fusion.split(","))}
+    for spec in args.set:
+        name, _, value = spec.partition("=")
+        if not isinstance(getattr(A, name, None), float):
+            ap.error(f"{name} is not a threshold of rag/answer.py")
+        setattr(A, name, float(value))
+    for spec in args.fusion:
+        kind, _, values = spec.partition("=")
+        A.FUSION = A.FUSION | {kind: tuple(float(v) for v in values.split(","))}
     index = Index(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})))
     index.ensure_ingested()
     questions = args.questions_judge or args.judge
-    answerer = Answerer(index, Silent(), load_prompts(), judge=Judge(args.judge) if args.judge else None,
+    answerer = Answerer(index, _util.Silent(), load_prompts(), judge=Judge(args.judge) if args.judge else None,
                         questions_judge=Judge(questions) if questions else None)
     pooled: dict[str, list[float]] = defaultdict(list)
     for path in args.files:

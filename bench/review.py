@@ -89,16 +89,7 @@ def bullets(answerer: Answerer, files: list[Path]) -> None:
     quotes of background or links (eval/roles.jsonl). The model is a stand-in whose
     statements never pass, as SmolLM2-135M's do not (WRITE_TRIES), so every bullet is
     quoted."""
-    class Silent:
-        n_ctx = 2048
-
-        def count_tokens(self, text):
-            return len(text.split()) * 2
-
-        def stream(self, system, user, max_tokens):
-            yield "Nothing to verify here."
-
-    answerer.model = Silent()
+    answerer.model = _util.Silent()
     cells = {}
     for line in Path("eval/table.jsonl").read_text().splitlines():
         r = json.loads(line)

@@ -27,9 +27,11 @@ import time
 from pathlib import Path
 
 import _util
+from rag import answer as A
 from rag.answer import Answerer
 from rag.config import Settings
 from rag.index import Index
+from rag.judge import Judge
 from rag.llm import load_model
 from rag.prompts import load
 from rag.review import REVIEW_LIKELY, REVIEW_SURE, members, read_topic, review
@@ -57,16 +59,21 @@ class TimedModel:
 BEFORE = (0.2, 0.2)
 
 
-def membership(answerer: Answerer, files: list[Path]) -> None:
+def membership(answerer: Answerer, files: list[Path], sweep: bool = False) -> None:
     """Which papers each topic's review keeps, without writing the reviews (no model):
     recall and the off-topic share per topic, and uncovered topics declined, for the
-    rule reviews used before and the one they use now, per topic file."""
+    rule reviews used before and the one they use now (with ``sweep``, for a grid of
+    thresholds too, to pick them for a retrained judge), per topic file."""
     print(f"{'topics':24} {'rule':30} {'recall':>7} {'off-topic':>9} {'pooled':>7} {'uncovered declined':>18}")
     for f in files:
         topics = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         scored = {t["topic"]: read_topic(answerer, t["topic"])[0] for t in topics}
-        for name, (sure, likely) in (("before: >= 0.2", BEFORE),
-                                     (f"now: >= {REVIEW_SURE}, else >= {REVIEW_LIKELY}", (REVIEW_SURE, REVIEW_LIKELY))):
+        rules = [("before: >= 0.2", BEFORE),
+                 (f"now: >= {REVIEW_SURE}, else >= {REVIEW_LIKELY}", (REVIEW_SURE, REVIEW_LIKELY))]
+        if sweep:
+            rules += [(f">= {s}, else >= {lk}", (s, lk)) for s in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+                      for lk in (0.3, 0.5) if lk <= s]
+        for name, (sure, likely) in rules:
             recall, off, n_off, n_kept, declined, uncovered = [], [], 0, 0, 0, 0
             for t in topics:
                 gold = {(g["path"], g["ordinal"]) for g in t["gold"]}
@@ -127,11 +134,19 @@ def main() -> None:
                     help="only which papers each review keeps, for every eval/topics*.jsonl (no model, ~1 min)")
     ap.add_argument("--bullets", action="store_true",
                     help="only what each paper's bullet quotes, every eval/topics*.jsonl (no model, ~1.5 min)")
+    ap.add_argument("--judge", type=Path, default=None,
+                    help="with --membership: another ONNX judge for review topics (a retrained one)")
+    ap.add_argument("--fusion", default=None, metavar="B,RETRIEVAL,ANSWERS,ABOUT",
+                    help="with --judge: its survey FUSION, as bench/judge.py --fit prints it")
+    ap.add_argument("--sweep", action="store_true", help="with --membership: a grid of thresholds too")
     args = ap.parse_args()
     index = Index(Settings(data_dir=args.data_dir or Path(tempfile.mkdtemp(prefix="rag-bench-"))))
     index.ensure_ingested()
     if args.membership:
-        return membership(Answerer(index, None, load()), sorted(Path("eval").glob("topics*.jsonl")))
+        if args.fusion:
+            A.FUSION = A.FUSION | {"survey": tuple(float(v) for v in args.fusion.split(","))}
+        answerer = Answerer(index, None, load(), judge=Judge(args.judge) if args.judge else None)
+        return membership(answerer, sorted(Path("eval").glob("topics*.jsonl")), args.sweep)
     if args.bullets:
         return bullets(Answerer(index, None, load()), sorted(Path("eval").glob("topics*.jsonl")))
     model = TimedModel(load_model())

@@ -176,10 +176,11 @@ def _studied(text: str) -> str:
         stop = _STOP_AT.search(" " + rest + " ")
         phrase = _LEAD_DROP.sub("", (" " + rest)[: stop.start()].strip() if stop else rest)
         words = _tidy(phrase).split()
-        # Cut at six words, not inside a trailing "on 3D (protein structures)".
+        # Cut at six words, not inside a trailing "on 3D (protein structures)": a
+        # modifier ("3D", "RNA-level") cut from its noun names nothing; "on prompts" does.
         if len(words) > 6:
             words = words[:6]
-            if words[-2].lower() in _SMALL:
+            if words[-2].lower() in _SMALL and not (words[-1].isalpha() and words[-1].islower()):
                 words = words[:-2]
         phrase = _tidy(" ".join(words))
         if _POINTS & set(phrase.lower().split()):

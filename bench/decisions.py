@@ -28,9 +28,6 @@ from rag.index import Index
 from rag.judge import Judge
 from rag.prompts import load as load_prompts
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 def run(answerer: Answerer, path: Path, show: bool) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
     for q in load_questions(path):
@@ -59,7 +56,7 @@ def line(name: str, m: dict[str, list[float]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", type=Path,
-                    default=sorted(ROOT.glob("eval/holdout*.jsonl")) + [ROOT / "eval/questions.jsonl"])
+                    default=sorted(_util.ROOT.glob("eval/holdout*.jsonl")) + [_util.QUESTIONS])
     ap.add_argument("--judge", type=Path, default=None, help="another ONNX judge for every reading")
     ap.add_argument("--questions-judge", type=Path, default=None,
                     help="another ONNX judge for single-paper questions only")

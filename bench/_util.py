@@ -39,6 +39,15 @@ class Silent:
         return iter(())
 
 
+def use_fusion(spec: str) -> None:
+    """Set rag/answer.py FUSION for one kind from "KIND=B,RETRIEVAL,ANSWERS,ABOUT" (KIND
+    single or survey), as bench/judge.py --fit prints it for a retrained judge."""
+    from rag import answer
+
+    kind, _, values = spec.partition("=")
+    answer.FUSION = answer.FUSION | {kind: tuple(float(v) for v in values.split(","))}
+
+
 def questions(kinds: set[str] | None = None) -> list[dict]:
     """The evaluation questions, optionally only those whose ``kind`` is in ``kinds``."""
     rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]

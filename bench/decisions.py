@@ -28,6 +28,7 @@ from rag.index import Index
 from rag.judge import Judge
 from rag.prompts import load as load_prompts
 
+
 def run(answerer: Answerer, path: Path, show: bool) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
     for q in load_questions(path):
@@ -74,8 +75,7 @@ def main() -> None:
             ap.error(f"{name} is not a threshold of rag/answer.py")
         setattr(A, name, float(value))
     for spec in args.fusion:
-        kind, _, values = spec.partition("=")
-        A.FUSION = A.FUSION | {kind: tuple(float(v) for v in values.split(","))}
+        _util.use_fusion(spec)
     index = Index(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})))
     index.ensure_ingested()
     questions = args.questions_judge or args.judge

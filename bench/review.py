@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import _util
-from rag import answer as A
 from rag.answer import Answerer
 from rag.config import Settings
 from rag.index import Index
@@ -136,7 +135,7 @@ def main() -> None:
                     help="only what each paper's bullet quotes, every eval/topics*.jsonl (no model, ~1.5 min)")
     ap.add_argument("--judge", type=Path, default=None,
                     help="with --membership: another ONNX judge for review topics (a retrained one)")
-    ap.add_argument("--fusion", default=None, metavar="B,RETRIEVAL,ANSWERS,ABOUT",
+    ap.add_argument("--fusion", default=None, metavar="survey=B,RETRIEVAL,ANSWERS,ABOUT",
                     help="with --judge: its survey FUSION, as bench/judge.py --fit prints it")
     ap.add_argument("--sweep", action="store_true", help="with --membership: a grid of thresholds too")
     args = ap.parse_args()
@@ -144,7 +143,7 @@ def main() -> None:
     index.ensure_ingested()
     if args.membership:
         if args.fusion:
-            A.FUSION = A.FUSION | {"survey": tuple(float(v) for v in args.fusion.split(","))}
+            _util.use_fusion(args.fusion)
         answerer = Answerer(index, None, load(), judge=Judge(args.judge) if args.judge else None)
         return membership(answerer, sorted(Path("eval").glob("topics*.jsonl")), args.sweep)
     if args.bullets:

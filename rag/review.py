@@ -427,9 +427,11 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
     if len(approaches) >= 2:
         out.append(Relation("They differ in approach:", approaches))
     results = [r for r in rows if _role(r, "result", answerer) == "result"]
-    text = {r.entry.id: " ".join(answerer.sentences(r.entry)) for r in rows}
-    proved = [r for r in rows if _THEORY.search(text[r.entry.id]) and not _MEASURED.search(text[r.entry.id])]
-    measured = [r for r in rows if _MEASURED.search(text[r.entry.id]) and not _THEORY.search(text[r.entry.id])]
+    # (proves, measures) per paper, read once from its whole abstract
+    kind = {r.entry.id: (bool(_THEORY.search(t)), bool(_MEASURED.search(t)))
+            for r in rows for t in [" ".join(answerer.sentences(r.entry))]}
+    proved = [r for r in rows if kind[r.entry.id] == (True, False)]
+    measured = [r for r in rows if kind[r.entry.id] == (False, True)]
     if proved and measured:
         out.append(Relation(f"{{papers}} {'prove' if len(proved) > 1 else 'proves'} {'their' if len(proved) > 1 else 'its'} "
                             f"results, while {{others}} {'measure' if len(measured) > 1 else 'measures'} "

@@ -37,6 +37,9 @@ def run(answerer: Answerer, path: Path, show: bool) -> dict[str, list[float]]:
         cited = {(e.source.path, e.source.ordinal) for e in ans.cited.values()}
         kind = q.base_kind
         out[f"{'unanswerable' if kind == 'unanswerable' else 'answerable'} declined"].append(ans.refused)
+        if not ans.refused:
+            out[f"{'unanswerable' if kind == 'unanswerable' else 'answerable'} cautioned"].append(
+                any(s.text == A.CAUTION for s in ans.sentences))
         wrong = ans.refused != (kind == "unanswerable")
         if q.gold and not ans.refused:
             out[f"{kind} recall"].append(len(q.gold & cited) / len(q.gold))
@@ -49,7 +52,7 @@ def run(answerer: Answerer, path: Path, show: bool) -> dict[str, list[float]]:
 
 
 def line(name: str, m: dict[str, list[float]]) -> str:
-    keys = ("unanswerable declined", "answerable declined", "single recall", "single precision",
+    keys = ("unanswerable declined", "answerable declined", "unanswerable cautioned", "answerable cautioned", "single recall", "single precision",
             "multi recall", "multi precision")
     return f"{name:28s} " + "  ".join(
         f"{k} {100 * statistics.fmean(m[k]):5.1f}% (n={len(m[k])})" for k in keys if m.get(k))

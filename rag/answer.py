@@ -67,6 +67,8 @@ SECOND = 0.3
 ABOUT = 0.5  # the judge: the question is about the entry's paper (near miss when not answered)
 SUPPORTED = 0.5  # the judge: a source supports a statement
 CONFIDENT = 0.4  # fused probability below which the answer opens with a caution
+CAUTION = ("The closest entries match this question only weakly, so the collection may not "
+           "answer it; this is what they say.")
 # The judge reads the entry as answering: no "does not report" notice. On the eval
 # sets' single-paper questions with a gap found, 0.8 keeps 34 right notices and 4
 # wrong ones; 0.5, 22 and 4 (the question judge, counted over eval/*.jsonl). A gap in
@@ -427,8 +429,7 @@ class Answerer:
             # of 35 near-topic questions answered still get it).
             top = kept[0][0].entry.id
             if not only and not q.survey and kept[0][1] < CONFIDENT and read[top].about < ABOUT:
-                emit(Sentence("The closest entries match this question only weakly, so the "
-                              "collection may not answer it; this is what they say.", [], "uncited"))
+                emit(Sentence(CAUTION, [], "uncited"))
 
             def token(tok: str) -> None:
                 if not first_token:

@@ -1,10 +1,14 @@
 """The vector store: the only module that imports chromadb.
 
 Two collections per index: ``<name>_chunks`` (one vector per chunk, the dense search
-space) and ``<name>_entries`` (one row per entry: full text, metadata, and the mean of
-its chunk vectors, used to group entries by theme). The entries collection's metadata
-records what built the index (embedding model, dimension, chunker) and a revision
-that changes on every write, so caches derived from the index know when to rebuild.
+space; a chunk's metadata is its place in its entry's text, and its id is
+"<entry id>:<i>") and ``<name>_entries`` (one row per entry: full text and metadata).
+Chroma requires a vector on every row: an entry's is a one-number placeholder, since
+nothing searches entries by vector, and a 384-number one cost a sixth of the disk
+(indexes written before keep the mean of their chunk vectors there). The entries
+collection's metadata records what built the index (embedding model, dimension,
+chunker) and a revision that changes on every write, so caches derived from the
+index know when to rebuild.
 """
 
 from __future__ import annotations
@@ -59,8 +63,9 @@ class ChunkHit:
         return self.text or Chunk.cut(entry.text, *self.span)
 
 
-def _chunk_hit(document: str | None, meta: dict, similarity: float) -> ChunkHit:
-    return ChunkHit(str(meta["entry_id"]), document or "", similarity,
+def _chunk_hit(chunk_id: str, document: str | None, meta: dict, similarity: float) -> ChunkHit:
+    # Chunks written before 2026-12 also name their entry in their metadata.
+    return ChunkHit(chunk_id.rsplit(":", 1)[0], document or "", similarity,
                     (int(meta.get("start", 0)), int(meta.get("end", 0))))
 
 
@@ -252,7 +257,10 @@ class Store:
         self._batch = min(_BATCH, self._client.get_max_batch_size())
         self._entries = _Guarded(self._client.get_or_create_collection(
             f"{name}_entries", embedding_function=None,
-            metadata={"hnsw:space": "cosine", **self._info_meta()}), self)
+            metadata={"hnsw:space": "cosine", "mean_vectors": False, **self._info_meta()}), self)
+        # An index written before keeps 384-number entry vectors: Chroma fixes a
+        # collection's dimension at its first row.
+        self._mean_vectors = bool((self._entries.metadata or {}).get("mean_vectors", True))
         self._chunks = _Guarded(self._client.get_or_create_collection(
             f"{name}_chunks", embedding_function=None, metadata={"hnsw:space": "cosine"}), self)
         self._check_info()
@@ -410,9 +418,35 @@ class Store:
 
     @_reads
     def entry_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        got = self._entries.get(ids=list(ids), include=["embeddings"])
-        pos = {i: k for k, i in enumerate(got["ids"])}
-        return np.asarray([got["embeddings"][pos[i]] for i in ids], dtype=np.float32)
+        """The normalised mean of each entry's chunk vectors (to group entries by theme)."""
+        got = self._get_chunks(ids, ["embeddings"])
+        rows: dict[str, list] = {}
+        for cid, v in zip(got["ids"], got["embeddings"]):
+            rows.setdefault(cid.rsplit(":", 1)[0], []).append(v)
+        means = np.asarray([np.mean(rows[i], axis=0) for i in ids], dtype=np.float32)
+        return means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+
+    def _chunk_ids(self, entry_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The ids of the entries' chunks, from the chunk count each entry records (a
+        primary-key lookup, far cheaper than filtering the chunk metadata on a large
+        collection); and the entries of an index written before entries recorded it,
+        whose chunks name their entry in their metadata."""
+        got = self._entries.get(ids=list(entry_ids), include=["metadatas"])
+        ids, old = [], []
+        for e, m in zip(got["ids"], got["metadatas"]):
+            if "chunks" in m:
+                ids += [f"{e}:{i}" for i in range(int(m["chunks"]))]
+            else:
+                old.append(e)
+        return ids, old
+
+    def _get_chunks(self, entry_ids: Sequence[str], include: list[str]) -> dict:
+        ids, old = self._chunk_ids(entry_ids)
+        got = self._chunks.get(ids=ids, include=include) if ids else {"ids": [], **{k: [] for k in include}}
+        if old:
+            more = self._chunks.get(where={"entry_id": {"$in": old}}, include=include)
+            got = {k: list(got[k]) + list(more[k]) for k in ["ids", *include]}
+        return got
 
     @_reads
     def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkHit]:
@@ -420,8 +454,8 @@ class Store:
         # count scans every chunk row (20-80 ms at 260k chunks), once per new process.
         res = self._chunks.query(query_embeddings=[vector.tolist()], n_results=n,
                                  include=["documents", "metadatas", "distances"])
-        return [_chunk_hit(d, m, 1.0 - float(dist))
-                for d, m, dist in zip(res["documents"][0], res["metadatas"][0], res["distances"][0])]
+        return [_chunk_hit(i, d, m, 1.0 - float(dist)) for i, d, m, dist
+                in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])]
 
     @_reads
     def chunk_similarities(self, vector: np.ndarray, entry_ids: Sequence[str]) -> dict[str, ChunkHit]:
@@ -430,20 +464,12 @@ class Store:
         out: dict[str, ChunkHit] = {}
         if not entry_ids:
             return out
-        metas = self._entries.get(ids=list(entry_ids), include=["metadatas"])["metadatas"]
-        if all("chunks" in m for m in metas):
-            # Chunk ids are "<entry id>:<i>": a primary-key lookup, far cheaper than
-            # filtering the chunk metadata on a large collection.
-            ids = [f"{m_id}:{i}" for m_id, m in zip(entry_ids, metas) for i in range(int(m["chunks"]))]
-            got = self._chunks.get(ids=ids, include=["documents", "metadatas", "embeddings"])
-        else:  # an index written before entries recorded their chunk count
-            got = self._chunks.get(where={"entry_id": {"$in": list(entry_ids)}},
-                                   include=["documents", "metadatas", "embeddings"])
+        got = self._get_chunks(entry_ids, ["documents", "metadatas", "embeddings"])
         sims = np.asarray(got["embeddings"], dtype=np.float32) @ vector
-        for d, m, s in zip(got["documents"], got["metadatas"], sims):
-            e = str(m["entry_id"])
-            if e not in out or s > out[e].similarity:
-                out[e] = _chunk_hit(d, m, float(s))
+        for i, d, m, s in zip(got["ids"], got["documents"], got["metadatas"], sims):
+            hit = _chunk_hit(i, d, m, float(s))
+            if hit.entry_id not in out or s > out[hit.entry_id].similarity:
+                out[hit.entry_id] = hit
         return out
 
     def chunk_count(self) -> int:
@@ -464,18 +490,18 @@ class Store:
         by_entry: dict[str, list[int]] = {}
         for row, c in enumerate(chunks):
             by_entry.setdefault(c.entry_id, []).append(row)
-        means = []
-        for e in entries:
-            m = vectors[by_entry[e.id]].mean(axis=0)
-            means.append(m / (np.linalg.norm(m) or 1.0))
+        if self._mean_vectors:
+            means = np.asarray([vectors[by_entry[e.id]].mean(axis=0) for e in entries])
+            means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+        else:
+            means = np.ones((len(entries), 1), dtype=np.float32)
         for a in range(0, len(chunks), self._batch):
             part = chunks[a:a + self._batch]
             self._chunks.upsert(ids=[c.id for c in part], embeddings=vectors[a:a + self._batch],
-                                metadatas=[{"entry_id": c.entry_id, "index": c.index, "start": c.start,
-                                            "end": c.end} for c in part])
+                                metadatas=[{"start": c.start, "end": c.end} for c in part])
         for a in range(0, len(entries), self._batch):
             part = entries[a:a + self._batch]
-            self._entries.upsert(ids=[e.id for e in part], embeddings=np.asarray(means[a:a + self._batch]),
+            self._entries.upsert(ids=[e.id for e in part], embeddings=means[a:a + self._batch],
                                  metadatas=[e.metadata() | {"chunks": len(by_entry[e.id]), "text": e.text}
                                             for e in part])
         self._touch()
@@ -496,7 +522,11 @@ class Store:
         ids = list(entry_ids)
         for a in range(0, len(ids), self._batch):
             part = ids[a:a + self._batch]
-            self._chunks.delete(where={"entry_id": {"$in": part}})
+            chunk_ids, old = self._chunk_ids(part)
+            for b in range(0, len(chunk_ids), self._batch):
+                self._chunks.delete(ids=chunk_ids[b:b + self._batch])
+            if old:
+                self._chunks.delete(where={"entry_id": {"$in": old}})
             self._entries.delete(ids=part)
         if ids:
             self._touch()

@@ -530,8 +530,7 @@ from rag.config import Settings
 from rag.index import Index
 store = Index(Settings(data_dir=Path(sys.argv[1]))).store  # opening repairs a killed write
 entries = store._get(store._entries, include=["metadatas"])
-chunks = store._get(store._chunks, include=["metadatas"])
-owners = [m["entry_id"] for m in chunks["metadatas"]]
+owners = [i.rsplit(":", 1)[0] for i in store._get(store._chunks)["ids"]]
 expected = {i: int(m["chunks"]) for i, m in zip(entries["ids"], entries["metadatas"])}
 print(json.dumps({"entries": len(expected), "orphans": sum(o not in expected for o in owners),
                   "incomplete": sum(owners.count(i) != n for i, n in expected.items())}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from rag.config import Settings
@@ -177,6 +178,14 @@ def test_the_store_writes_no_chroma_documents_and_reads_its_text_back(settings, 
     assert len(entries) == 57 and all(len(e.text) > 200 for e in entries)
     hit = index.search("1-bit post-training quantization of large language models", k=1)[0]
     assert hit.entry.label == "BiLLM" and hit.snippet in hit.entry.text
+    # Nor a vector per entry (a sixth of the disk): one number, since Chroma wants one;
+    # a chunk's metadata is its place only, its id naming its entry.
+    assert len(index.store._entries.get(limit=1, include=["embeddings"])["embeddings"][0]) == 1
+    assert {k for m in index.store._chunks.get(include=["metadatas"])["metadatas"] for k in m} == {"start", "end"}
+    chunks = index.store._chunks.get(where={"start": {"$gte": 0}}, include=["embeddings"])
+    mine = np.asarray([v for i, v in zip(chunks["ids"], chunks["embeddings"]) if i.startswith(f"{hit.entry.id}:")])
+    mean = mine.mean(axis=0)
+    assert np.allclose(index.store.entry_vectors([hit.entry.id])[0], mean / np.linalg.norm(mean), atol=1e-5)
 
 
 def test_an_index_written_with_documents_is_still_read(settings, seeds_copy, embedder):
@@ -189,9 +198,10 @@ def test_an_index_written_with_documents_is_still_read(settings, seeds_copy, emb
     by_id = {e.id: e for e in entries}
     # Chroma's upsert merges metadata: rows are written anew, as the old format had them.
     store._chunks.delete(ids=chunks["ids"])
+    owner = [i.rsplit(":", 1)[0] for i in chunks["ids"]]
     store._chunks.add(ids=chunks["ids"], embeddings=chunks["embeddings"], documents=[
-        Chunk.cut(by_id[m["entry_id"]].text, m["start"], m["end"]) for m in chunks["metadatas"]],
-        metadatas=[{"entry_id": m["entry_id"], "index": m["index"]} for m in chunks["metadatas"]])
+        Chunk.cut(by_id[e].text, m["start"], m["end"]) for e, m in zip(owner, chunks["metadatas"])],
+        metadatas=[{"entry_id": e, "index": int(i.rsplit(":", 1)[1])} for e, i in zip(owner, chunks["ids"])])
     rows = store._entries.get(ids=list(by_id), include=["metadatas", "embeddings"])
     store._entries.delete(ids=rows["ids"])
     store._entries.add(ids=rows["ids"], embeddings=rows["embeddings"],
@@ -204,6 +214,27 @@ def test_an_index_written_with_documents_is_still_read(settings, seeds_copy, emb
     assert sorted(e.text for e in old.store.entries()) == sorted(e.text for e in entries)
     hit = old.search("1-bit post-training quantization of large language models", k=1)[0]
     assert hit.entry.label == "BiLLM" and hit.snippet in hit.entry.text
+
+
+def test_an_index_written_with_mean_entry_vectors_is_still_written_and_read(settings, seeds_copy, embedder):
+    # Entries once carried the mean of their chunk vectors (384 numbers, a sixth of
+    # the disk) where they now carry one number: Chroma fixes a collection's dimension
+    # at its first row, so such an index goes on writing means.
+    from rag.store import _client
+
+    index = Index(settings, embedder=embedder)
+    info = index.info
+    _client(settings.data_dir).create_collection(f"{settings.collection}_entries", embedding_function=None, metadata={
+        "hnsw:space": "cosine", "embed_model": info.embed_model, "embed_dim": info.embed_dim,
+        "chunker": info.chunker, "revision": "old"})
+    index.ingest([seeds_copy])
+    ids = [e.id for e in index.store.entries()[:3]]
+    got = index.store._entries.get(ids=ids, include=["embeddings"])
+    stored = dict(zip(got["ids"], got["embeddings"]))
+    assert len(stored[ids[0]]) == info.embed_dim
+    assert np.allclose(index.store.entry_vectors(ids), [stored[i] for i in ids], atol=1e-5)
+    index.store.delete(ids[:1])
+    assert index.store.count() == 56 and not index.store._chunks.get(ids=[f"{ids[0]}:0"])["ids"]
 
 
 def test_a_moved_entry_loses_a_field_now_empty(settings, embedder, tmp_path):

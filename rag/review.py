@@ -123,7 +123,9 @@ class Review:
             return "\n".join(lines) + "\n"
         n = len(self.cited)
         names = "; ".join(f"{t.name} ({len(t.entries)})" for t in self.themes)
-        lines += [f"The collection holds {n} paper{'s' if n != 1 else ''} on this topic"
+        # "Found", not "holds": the search finds 52-77% of a topic's papers on the
+        # topic sets (bench/review.py --membership), so a count is no census.
+        lines += [f"Found {n} paper{'s' if n != 1 else ''} in the collection on this topic"
                   f"{', in ' + str(len(self.themes)) + ' themes: ' + names if len(self.themes) > 1 else ''}.", ""]
         for t in self.themes:
             lines += [f"## {t.name}", ""]

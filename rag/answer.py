@@ -499,8 +499,10 @@ class Answerer:
         # "Which LLM ...?" wants a name; the matching sentences must hold one
         # that the question does not already give.
         asked = {t.lower() for t in q.specifics}
+        given = {n for n in names(kept[0].entry.text) if n.lower() not in question.lower()}
         if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit()
-                                              for s in near for t in specific_terms(s)):
+                                              for s in near for t in specific_terms(s)) and not any(
+                _tested_on(s, given, question.lower()) for s in near + results):
             # "which training stage does ...": the words up to the verb name the thing.
             return [f"which {named.group(1)}{named.group(2) or ''}"], "guess"
         return [], ""
@@ -670,8 +672,9 @@ class Answerer:
         if picked:
             vecs = self.index.embedder.encode([sents[i] for i in picked])
             for i, vec in zip(picked, vecs):
-                # Verbatim, unless far longer than a sentence should be (then cut, "…").
-                text = sents[i] if len(sents[i].split()) <= QUOTE_WORDS else compare.cut(sents[i], QUOTE_WORDS)
+                # Verbatim, unless far longer than a sentence should be: then the
+                # clauses that answer the question, "…" where some were left out.
+                text = compare.excerpt(sents[i], q.text, QUOTE_WORDS)
                 add(text, vec, "quoted")
         if not (q.overview or q.survey):
             return out  # the answer to the question first
@@ -785,17 +788,18 @@ def _phrases(terms: list[str], question: str) -> list[str]:
 def _names_kind(text: str, kind: str, question: str) -> bool:
     """Whether ``text`` names a ``kind`` ("datasets") that the question does not
     already give: a name within five words of the word, or a list after "including",
-    "such as"; where the text never uses the word, a name that experiments are run
-    on ("results on ImageNet", "evaluated across MUTAG and PTC"), not any name: "RNA"
-    and "Watson-Crick" are what an abstract is about, not what it was tested on."""
+    "such as"; for datasets and benchmarks, also a name experiments are run on
+    ("results on ImageNet", "SOTA on LAMBADA", "evaluated across MUTAG and PTC"),
+    though the word stands elsewhere ("across a wide array of benchmarks"); not any
+    name: "RNA" and "Watson-Crick" are what an abstract is about, not what it was
+    tested on. For hardware ("which GPU"), a name tested on counts only where the
+    text never uses the word."""
     asked = question.lower()
     given = {n for n in names(text) if n.lower() not in asked}
     stem, used, tested_on = kind.lower().rstrip("s"), False, False
     for sentence in sentences(text):
         toks = tokens(sentence)
-        if _EVALUATED.search(sentence):
-            tested_on = tested_on or any(
-                w.lower() in _ON and any(x in given for x in toks[j + 1:j + 4]) for j, w in enumerate(toks))
+        tested_on = tested_on or _tested_on(sentence, given, asked)
         for i, tok in enumerate(toks):
             if not tok.lower().startswith(stem):
                 continue
@@ -804,7 +808,18 @@ def _names_kind(text: str, kind: str, question: str) -> bool:
             if any(w in given or w.lower() in _LIST_CUES or (j and w[0].isupper() and w.lower() not in asked)
                    for j, w in enumerate(toks) if j != i and abs(j - i) <= 5):
                 return True
-    return not used and tested_on
+    return tested_on and (not used or stem in ("dataset", "benchmark"))
+
+
+def _tested_on(sentence: str, given: set[str], asked: str) -> bool:
+    """Whether an evaluation sentence names what it was run on: a name, or a word
+    capitalised past the sentence's first, within three words after "on", "across",
+    "using", "over" ("analysis on Baird's counterexample and a Four-room task")."""
+    if not _EVALUATED.search(sentence):
+        return False
+    toks = tokens(sentence)
+    return any(w.lower() in _ON and any(x in given or x[0].isupper() and x.lower() not in asked
+                                        for x in toks[j + 1:j + 4]) for j, w in enumerate(toks))
 
 
 _EVALUATED = re.compile(r"\b(?:experiment|evaluat|benchmark|test|result|outperform|achiev|surpass|"

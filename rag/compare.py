@@ -27,7 +27,7 @@ import numpy as np
 
 from . import roles
 from .records import Entry
-from .text import URL
+from .text import URL, content_words
 
 # Column -> the question its cell answers ({name}: the paper's title or method).
 COLUMNS = {
@@ -111,6 +111,58 @@ def cut(sentence: str, most: int = MAX_WORDS) -> str:
     head = " ".join(ws[:most])
     at = max(head.rfind(", "), head.rfind("; "), head.rfind(": "))
     return (head[:at] if at > len(head) // 3 else head).rstrip(",;: ") + " …"
+
+
+def excerpt(sentence: str, question: str, most: int = MAX_WORDS) -> str:
+    """A sentence longer than ``most`` words cut to the clauses that answer the
+    question: the run of clauses (cut at , ; :) holding most of the question's content
+    words, then a second run where words remain and it holds more of them, and the
+    sentence's opening clause where it fits (it names the subject); in source order,
+    "…" where words were left out. ``cut`` where no clause holds a question word."""
+    ws = sentence.split()
+    if len(ws) <= most:
+        return sentence
+    clauses = [c.split() for c in re.split(r"(?<=[,;:])\s+", sentence.strip())]
+    def stems(text: str) -> set[str]:
+        return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
+
+    asked = stems(question)
+    found = [stems(" ".join(c)) & asked for c in clauses]
+    if not any(found):
+        return cut(sentence, most)
+    chosen: set[int] = set()
+
+    def room() -> int:
+        return most - sum(len(clauses[i]) for i in chosen)
+
+    for _ in range(2):
+        have = set().union(*(found[i] for i in chosen))
+        best, gain = None, (0, 0)
+        for a in range(len(clauses)):
+            for b in range(a + 1, len(clauses) + 1):
+                size = sum(len(c) for c in clauses[a:b])
+                if size > room() or chosen & set(range(a, b)):
+                    break
+                new = (len(set().union(*found[a:b]) - have), -size)  # the shortest run of the most
+                if new[0] and new > gain:
+                    best, gain = range(a, b), new
+        if best is None:
+            break
+        chosen |= set(best)
+    if 0 not in chosen and len(clauses[0]) <= room():
+        chosen.add(0)
+    for i in range(1, len(clauses)):  # what follows a chosen clause, while words remain
+        if i - 1 in chosen and i not in chosen and len(clauses[i]) <= room():
+            chosen.add(i)
+    out, last = [], -1
+    for i in sorted(chosen):
+        text = " ".join(clauses[i])
+        out.append(text if i == last + 1 else "… " + text)
+        last = i
+    text = " ".join(out)
+    if last < len(clauses) - 1:
+        text = text.rstrip(",;: ") + " …"
+    return text.replace(", …", " …").replace("; …", " …").replace(": …", " …")
 
 
 def around(sentence: str, pattern: re.Pattern, most: int = SETTING_WORDS) -> str:

@@ -203,6 +203,21 @@ def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing(
     assert table[2].startswith("| WidgetNet [1] | We study the problem")
     assert compare.cut("In this paper, we " + "do many things, " * 20 + "end.").startswith("We do many")
     assert compare.cut("word " * 40).endswith(" …")
+    # An answer's long quote keeps the clauses the question asks about, in order.
+    long = ("We show that CFG (1) improves the performance of Pythia, GPT-2 and LLaMA-family models across: "
+            "Q&A, reasoning, code generation, and machine translation, achieving SOTA on LAMBADA with "
+            "LLaMA-7B over PaLM-540B; (2) brings improvements equivalent to a model with twice the "
+            "parameter-count; (3) can stack alongside other inference-time methods like Chain-of-Thought "
+            "and Self-Consistency, yielding further improvements in difficult tasks; (4) can be used to "
+            "increase the faithfulness and coherence of assistants in challenging form-driven and "
+            "content-driven prompts: in a human evaluation we show a 75% preference for GPT4All using CFG "
+            "over baseline.")
+    got = compare.excerpt(long, "On which benchmark did LLaMA-7B reach SOTA, and what human preference "
+                                "rate did CFG get?", 60)
+    assert got.startswith("We show that CFG") and "LAMBADA" in got and "75% preference" in got
+    assert len(got.split()) <= 62 and all(p.strip() in long for p in got.split("…"))
+    assert compare.excerpt(long, "What is the weather?", 60) == compare.cut(long, 60)
+    assert compare.excerpt("A short sentence.", "anything", 60) == "A short sentence."
     # A cell is read alone: no opener that leans on the sentence before it.
     assert compare.cut("To address above two challenges, this work proposes X.") == "This work proposes X."
     assert compare.cut("To address the issue of cost, we do Y.") == "To address the issue of cost, we do Y."

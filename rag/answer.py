@@ -573,9 +573,15 @@ class Answerer:
         """The entry's sentences best first for the question by the judge, without
         its background and links unless the question asks for them (all of them
         when that leaves none)."""
-        role = self.roles(entry)
+        role, sents = self.roles(entry), self.sentences(entry)
         ranked = sorted(range(len(fit)), key=lambda i: (-fit[i], i))
-        return [i for i in ranked if role[i] not in _ASIDE or role[i] in q.wants] or ranked
+        # Nor a sentence that says nothing alone: a question ("We ask, do such
+        # connections hold up ...?"), a stub ("The objectives are two-fold."). One
+        # that leans on the one before ("The second ensures ...") stays: the question
+        # may be what it answers ("What two objectives ...?").
+        alone = [i for i in ranked if not (sents[i].rstrip().endswith("?")
+                                           or len(content_words(sents[i])) < 4)] or ranked
+        return [i for i in alone if role[i] not in _ASIDE or role[i] in q.wants] or alone
 
     def quotes(self, entry: Entry, q: Query, ranked: list[int], most: int) -> list[int]:
         """Which sentences to quote, in the order a reader wants them: what the paper

@@ -358,3 +358,14 @@ def test_generation_stops_once_more_text_cannot_change_the_statements(seeded_ind
     (short, _), (long, model) = answers
     assert long.text == short.text and long.sentences[0].status == "verified"
     assert model.taken < len((settled + tail).split())  # it stopped within the first tail sentence
+
+
+def test_no_quote_is_a_question_or_a_stub(answer_with):
+    # "We ask, do such connections hold up ...?" and "The objectives are two-fold."
+    # say nothing alone; the sentences that answer are quoted instead.
+    for question in ("Do the connections between in-context learning and gradient descent hold up in "
+                     "real pre-trained language models?",
+                     "What does topological regularization of implicit 3D shape generators aim at?"):
+        ans, _ = answer_with(question, "Nothing.")
+        quoted = [s.text for s in ans.sentences if s.status == "quoted"]
+        assert quoted and not [t for t in quoted if t.endswith("?") or t == "The objectives are two-fold."]

@@ -123,6 +123,7 @@ def excerpt(sentence: str, question: str, most: int = MAX_WORDS) -> str:
     if len(ws) <= most:
         return sentence
     clauses = [c.split() for c in re.split(r"(?<=[,;:])\s+", sentence.strip())]
+
     def stems(text: str) -> set[str]:
         return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
 

@@ -369,3 +369,11 @@ def test_no_quote_is_a_question_or_a_stub(answer_with):
         ans, _ = answer_with(question, "Nothing.")
         quoted = [s.text for s in ans.sentences if s.status == "quoted"]
         assert quoted and not [t for t in quoted if t.endswith("?") or t == "The objectives are two-fold."]
+
+
+def test_a_kind_of_data_no_abstract_touches_is_not_answered(answer_with):
+    # "SAM for video" asked of a collection whose SAM paper is about images only.
+    ans, _ = answer_with("How can the Segment Anything Model be extended to segment objects in video?", "It can.")
+    assert ans.refused and "“video”" in ans.sentences[0].text
+    ans, _ = answer_with("How does BLO-SAM finetune the Segment Anything Model for image segmentation?", "It can.")
+    assert not ans.refused

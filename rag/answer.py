@@ -609,6 +609,13 @@ class Answerer:
             role = self.roles(entry)
             contribution = sorted(i for i in ranked if role[i] == "contribution")
             picked += contribution[:1]
+        elif _WHICH_NAME.search(q.text) or _NAMED_KIND.search(q.text):
+            # "Which environments ...?": the sentence that names what experiments ran
+            # on answers it, wherever the judge ranks it ("analysis on Baird's
+            # counterexample and a Four-room task").
+            sents, asked = self.sentences(entry), q.text.lower()
+            given = {t for t in names(entry.text) if t.lower() not in asked}
+            picked += [i for i in ranked if _tested_on(sents[i], given, asked)][:1]
         # Past the first, only sentences the judge rates near the best: on held-out
         # synthetic questions a fixed three quoted 0.30 answering sentences per quote
         # and this 0.63, for recall 0.90 -> 0.84 (bench/judge_vs_proxies.py).

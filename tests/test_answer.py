@@ -379,3 +379,11 @@ def test_a_kind_of_data_no_abstract_touches_is_not_answered(answer_with):
     assert ans.refused and "“video”" in ans.sentences[0].text
     ans, _ = answer_with("How does BLO-SAM finetune the Segment Anything Model for image segmentation?", "It can.")
     assert not ans.refused
+
+
+def test_which_question_quotes_the_sentence_naming_what_experiments_ran_on(answer_with):
+    # The judge ranks "... empirical analysis on Baird's counterexample and a
+    # Four-room task" low for "which environments"; it is the answer.
+    ans, _ = answer_with("target network + over-parameterized linear function approximation TD convergence: "
+                         "which environments are used in the empirical analysis?", "Nothing.")
+    assert not ans.refused and any("Baird" in s.text for s in ans.sentences if s.status == "quoted")

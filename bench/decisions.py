@@ -52,8 +52,8 @@ def run(answerer: Answerer, path: Path, show: bool) -> dict[str, list[float]]:
 
 
 def line(name: str, m: dict[str, list[float]]) -> str:
-    keys = ("unanswerable declined", "answerable declined", "unanswerable cautioned", "answerable cautioned", "single recall", "single precision",
-            "multi recall", "multi precision")
+    keys = ("unanswerable declined", "answerable declined", "unanswerable cautioned", "answerable cautioned",
+            "single recall", "single precision", "multi recall", "multi precision")
     return f"{name:28s} " + "  ".join(
         f"{k} {100 * statistics.fmean(m[k]):5.1f}% (n={len(m[k])})" for k in keys if m.get(k))
 

@@ -404,8 +404,8 @@ class Answerer:
             if q.survey and len(kept) > 1:
                 absent = []
             elif how != "kind" and read[kept[0][0].entry.id].answers >= NOT_REPORTED_VETO:
-                unseen = _unseen_kinds(q.text, " ".join(URL.sub(" ", h.entry.text) for h, _ in kept))
-                absent = [t for t in absent if t in unseen]
+                unseen = set(_unseen_kinds(q.text, _reported([h.entry for h, _ in kept])))
+                absent = [t for t in absent if unseen & set(t.split())]
             # A question with a second ask ("What is X, and how much does it save?")
             # whose gap is only inferred gets what the abstracts answer, then the note.
             partial = bool(how) and bool(_COMPOUND.search(q.text))
@@ -503,7 +503,7 @@ class Answerer:
         # "Which LLM ...?" wants a name; the matching sentences must hold one
         # that the question does not already give.
         asked = {t.lower() for t in q.specifics}
-        given = {n for n in names(kept[0].entry.text) if n.lower() not in question.lower()}
+        given = _new_names(kept[0].entry.text, question.lower())
         if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit()
                                               for s in near for t in specific_terms(s)) and not any(
                 _tested_on(s, given, question.lower()) for s in near + results):
@@ -614,7 +614,7 @@ class Answerer:
             # on answers it, wherever the judge ranks it ("analysis on Baird's
             # counterexample and a Four-room task").
             sents, asked = self.sentences(entry), q.text.lower()
-            given = {t for t in names(entry.text) if t.lower() not in asked}
+            given = _new_names(entry.text, asked)
             picked += [i for i in ranked if _tested_on(sents[i], given, asked)][:1]
         # Past the first, only sentences the judge rates near the best: on held-out
         # synthetic questions a fixed three quoted 0.30 answering sentences per quote
@@ -772,6 +772,16 @@ def _with_unit(term: str, question: str) -> str:
     return m.group(0) if m and m.group(1).lower() not in STOPWORDS else term
 
 
+def _reported(entries: list[Entry]) -> str:
+    """What the entries report: their text and labels, without links."""
+    return URL.sub(" ", " ".join(e.text + " " + e.label for e in entries))
+
+
+def _new_names(text: str, asked: str) -> set[str]:
+    """The names ``text`` gives that the (lower-cased) question ``asked`` does not."""
+    return {n for n in names(text) if n.lower() not in asked}
+
+
 def _named_absent(question: str, entries: list[Entry]) -> list[str]:
     """The specific terms the question gives (numbers with their unit, acronyms,
     named datasets or models), the kinds of data it names (video, speech, images,
@@ -779,7 +789,7 @@ def _named_absent(question: str, entries: list[Entry]) -> list[str]:
     names ("Dice", "Cerebras"), that none of the entries contains.
     A name that occurs only in a link ("github.com/CerebrasResearch/...") is not
     something an abstract reports."""
-    text = URL.sub(" ", " ".join(e.text + " " + e.label for e in entries))
+    text = _reported(entries)
     absent = [_with_unit(t, question) for t in missing_terms(question, text)]
     absent += [w for w in _unseen_kinds(question, text) if w not in absent]
     if _DETAIL.search(question):
@@ -848,7 +858,7 @@ def _names_kind(text: str, kind: str, question: str) -> bool:
     tested on. For hardware ("which GPU"), a name tested on counts only where the
     text never uses the word."""
     asked = question.lower()
-    given = {n for n in names(text) if n.lower() not in asked}
+    given = _new_names(text, asked)
     stem, used, tested_on = kind.lower().rstrip("s"), False, False
     for sentence in sentences(text):
         toks = tokens(sentence)

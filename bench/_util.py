@@ -48,6 +48,22 @@ def use_fusion(spec: str) -> None:
     answer.FUSION = answer.FUSION | {kind: tuple(float(v) for v in values.split(","))}
 
 
+def judge_options(ap) -> None:
+    """The options that put other ONNX judges in place of the shipped ones."""
+    ap.add_argument("--judge", type=Path, default=None,
+                    help="another ONNX judge for every reading (a retrained one)")
+    ap.add_argument("--questions-judge", type=Path, default=None,
+                    help="another ONNX judge for single-paper questions only")
+
+
+def judges(args) -> dict:
+    """Answerer's judge arguments from :func:`judge_options`."""
+    from rag.judge import Judge
+
+    files = {"judge": args.judge, "questions_judge": args.questions_judge or args.judge}
+    return {k: Judge(f) for k, f in files.items() if f}
+
+
 def questions(kinds: set[str] | None = None) -> list[dict]:
     """The evaluation questions, optionally only those whose ``kind`` is in ``kinds``."""
     rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]

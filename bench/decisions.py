@@ -26,7 +26,6 @@ from rag.answer import Answerer
 from rag.config import Settings
 from rag.evaluate import load_questions
 from rag.index import Index
-from rag.judge import Judge
 from rag.prompts import load as load_prompts
 
 
@@ -62,9 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", type=Path,
                     default=sorted(_util.ROOT.glob("eval/holdout*.jsonl")) + [_util.QUESTIONS])
-    ap.add_argument("--judge", type=Path, default=None, help="another ONNX judge for every reading")
-    ap.add_argument("--questions-judge", type=Path, default=None,
-                    help="another ONNX judge for single-paper questions only")
+    _util.judge_options(ap)
     ap.add_argument("--fusion", action="append", default=[], metavar="KIND=B,RETRIEVAL,ANSWERS,ABOUT",
                     help="FUSION coefficients for a retrained judge (KIND single or survey), "
                          "as bench/judge.py --fit prints them")
@@ -82,9 +79,7 @@ def main() -> None:
         _util.use_fusion(spec)
     index = Index(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})))
     index.ensure_ingested()
-    questions = args.questions_judge or args.judge
-    answerer = Answerer(index, _util.Silent(), load_prompts(), judge=Judge(args.judge) if args.judge else None,
-                        questions_judge=Judge(questions) if questions else None)
+    answerer = Answerer(index, _util.Silent(), load_prompts(), **_util.judges(args))
     pooled: dict[str, list[float]] = defaultdict(list)
     for path in args.files:
         m = run(answerer, path, args.show)

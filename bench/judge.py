@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import _util
 import numpy as np
 
 from rag import answer as A
@@ -37,7 +38,7 @@ from rag.answer import Answerer
 from rag.config import Settings
 from rag.evaluate import load_questions
 from rag.index import Index
-from rag.judge import QUESTION, Judge
+from rag.judge import QUESTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "judge"))
 from train import auc  # noqa: E402
@@ -142,18 +143,12 @@ def main() -> None:
                     help="question files, each optionally FILE:dev or FILE:test for a split")
     ap.add_argument("--fit", action="store_true", help="fit FUSION on these files and report with it")
     ap.add_argument("--data-dir", type=Path, default=None)
-    ap.add_argument("--judge", type=Path, default=None,
-                    help="another ONNX judge for every reading (a retrained one)")
-    ap.add_argument("--questions-judge", type=Path, default=None,
-                    help="another ONNX judge for single-paper questions only")
+    _util.judge_options(ap)
     args = ap.parse_args()
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
     index = Index(settings)
     index.ensure_ingested()
-    judge = Judge(args.judge) if args.judge else None
-    questions = args.questions_judge or args.judge
-    answerer = Answerer(index, model=None, prompts=None, judge=judge,
-                        questions_judge=Judge(questions) if questions else None)
+    answerer = Answerer(index, model=None, prompts=None, **_util.judges(args))
     sets = []
     for f in args.files:
         path, _, split = f.partition(":")

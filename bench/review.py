@@ -30,7 +30,6 @@ import _util
 from rag.answer import Answerer
 from rag.config import Settings
 from rag.index import Index
-from rag.judge import Judge
 from rag.llm import load_model
 from rag.prompts import load
 from rag.review import REVIEW_LIKELY, REVIEW_SURE, members, read_topic, review
@@ -133,8 +132,7 @@ def main() -> None:
                     help="only which papers each review keeps, for every eval/topics*.jsonl (no model, ~1 min)")
     ap.add_argument("--bullets", action="store_true",
                     help="only what each paper's bullet quotes, every eval/topics*.jsonl (no model, ~1.5 min)")
-    ap.add_argument("--judge", type=Path, default=None,
-                    help="with --membership: another ONNX judge for review topics (a retrained one)")
+    _util.judge_options(ap)
     ap.add_argument("--fusion", default=None, metavar="survey=B,RETRIEVAL,ANSWERS,ABOUT",
                     help="with --judge: its survey FUSION, as bench/judge.py --fit prints it")
     ap.add_argument("--sweep", action="store_true", help="with --membership: a grid of thresholds too")
@@ -144,7 +142,7 @@ def main() -> None:
     if args.membership:
         if args.fusion:
             _util.use_fusion(args.fusion)
-        answerer = Answerer(index, None, load(), judge=Judge(args.judge) if args.judge else None)
+        answerer = Answerer(index, None, load(), **_util.judges(args))
         return membership(answerer, sorted(Path("eval").glob("topics*.jsonl")), args.sweep)
     if args.bullets:
         return bullets(Answerer(index, None, load()), sorted(Path("eval").glob("topics*.jsonl")))

@@ -59,7 +59,6 @@ import re
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -451,8 +450,8 @@ def main() -> None:
         row("  of which Index.chunks s", lambda r: r["build"]["chunk_s"]),
         row("build peak RSS MB  [direct writes]", lambda r: r["build"]["peak_rss_mb"]),
         row(f"ingest chunks/s, real embed, +{E:,} entries", lambda r: r["ingest"]["chunks_per_s"]),
-        row(f"  raw: Embedder.encode chunks/s (same chunks)", lambda r: raw_encode),
-        row(f"  raw: same ingest into an empty index", lambda r: empty["chunks_per_s"]),
+        row("  raw: Embedder.encode chunks/s (same chunks)", lambda r: raw_encode),
+        row("  raw: same ingest into an empty index", lambda r: empty["chunks_per_s"]),
         row("ingest peak RSS MB (rag ingest)", lambda r: r["ingest"]["peak_rss_mb"]),
         row("  raw: same ingest into an empty index", lambda r: empty["peak_rss_mb"]),
         row("disk MB, data dir without models/", lambda r: r["disk"]["total"] / 2**20),

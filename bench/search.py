@@ -25,7 +25,6 @@ import random
 import shutil
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 

@@ -7,7 +7,9 @@ sees these.
 
 from __future__ import annotations
 
+import base64
 import re
+import zlib
 from dataclasses import asdict, dataclass, field
 
 from . import labels
@@ -123,11 +125,22 @@ class Entry:
             meta["tkey"] = self.title_key
         return meta
 
+    def stored_text(self) -> dict[str, str]:
+        """The text as an entry row's metadata: compressed, since Chroma keeps every
+        metadata string twice (its table and an index over the values, which cannot
+        leave a key out) and an abstract is most of a row (bench/README.md, "Disk per
+        entry"). zlib and base85 take an abstract to about 65% of its bytes."""
+        return {"ztext": base64.b85encode(zlib.compress(self.text.encode("utf-8"), 9)).decode("ascii")}
+
     @classmethod
     def from_metadata(cls, id: str, text: str | None, meta: dict) -> "Entry":
         """An entry as stored: its text is the row's document in indexes written while
-        the store wrote Chroma documents, and its "text" metadata since."""
-        text = text if text is not None else str(meta.get("text", ""))
+        the store wrote Chroma documents, its "text" metadata until 2026-12-02, and
+        :meth:`stored_text` since."""
+        if text is None:
+            packed = meta.get("ztext")
+            text = (zlib.decompress(base64.b85decode(packed)).decode("utf-8") if packed
+                    else str(meta.get("text", "")))
         fields = {k: str(meta.get(k, "") or "") for k in OPTIONAL}
         if fields["label"].endswith("…") and not fields["title"]:
             fields["label"] = labels.label(text)  # stored before labels named subjects

@@ -72,7 +72,7 @@ _PATTERNS = [
     r"(?:^|#{2,}\s*)(?:system|assistant|user|human|instruction|response)\s*:",
     # Overriding what the reader was told.
     _LEAD + rf"(?:ignore|disregard|forget|override|bypass|skip|drop|abandon)\s+(?:{_OBJECT}\s+){{0,3}}{_RULES}\b",
-    rf"\b(?:ignore|disregard|forget)\s+(?:all|everything|anything)\s+(?:you|that)\s+(?:were|was|have been)\s+told\b",
+    r"\b(?:ignore|disregard|forget)\s+(?:all|everything|anything)\s+(?:you|that)\s+(?:were|was|have been)\s+told\b",
     rf"\b(?:new|updated|real|actual|hidden|secret|following)\s+{_RULES}\s*:",
     # A new identity or role for the reader.
     r"\byou are now\b", r"\bfrom now on,?\s+(?:you|act|respond|reply|answer)\b",

@@ -484,9 +484,9 @@ class Store:
 
         No row has a Chroma "document": Chroma indexes every document for full-text
         search (a third of an index's size), which this project never uses, since
-        BM25 (rag/lexical.py) does its own. An entry's text is a metadata string, and
-        a chunk is its place in that text. Indexes written before keep their
-        documents, and reads take either."""
+        BM25 (rag/lexical.py) does its own. An entry's text is a metadata string
+        (compressed: :meth:`Entry.stored_text`), and a chunk is its place in that
+        text. Indexes written before keep their documents, and reads take either."""
         by_entry: dict[str, list[int]] = {}
         for row, c in enumerate(chunks):
             by_entry.setdefault(c.entry_id, []).append(row)
@@ -502,7 +502,7 @@ class Store:
         for a in range(0, len(entries), self._batch):
             part = entries[a:a + self._batch]
             self._entries.upsert(ids=[e.id for e in part], embeddings=means[a:a + self._batch],
-                                 metadatas=[e.metadata() | {"chunks": len(by_entry[e.id]), "text": e.text}
+                                 metadatas=[e.metadata() | {"chunks": len(by_entry[e.id])} | e.stored_text()
                                             for e in part])
         self._touch()
 

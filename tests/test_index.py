@@ -7,7 +7,6 @@ import re
 import numpy as np
 import pytest
 
-from rag.config import Settings
 from rag.errors import IndexMismatchError
 from rag.formats import FORMATS
 from rag.index import Index
@@ -206,14 +205,29 @@ def test_an_index_written_with_documents_is_still_read(settings, seeds_copy, emb
     store._entries.delete(ids=rows["ids"])
     store._entries.add(ids=rows["ids"], embeddings=rows["embeddings"],
                           documents=[by_id[i].text for i in rows["ids"]],
-                          metadatas=[{k: v for k, v in m.items() if k != "text"} | {"title": ""}
+                          metadatas=[{k: v for k, v in m.items() if k != "ztext"} | {"title": ""}
                                      for m in rows["metadatas"]])
-    assert not any("text" in m or "start" in m for m in store._entries.get(include=["metadatas"])["metadatas"]
+    assert not any("ztext" in m or "start" in m for m in store._entries.get(include=["metadatas"])["metadatas"]
                    + store._chunks.get(include=["metadatas"])["metadatas"])
     old = Index(settings, embedder=embedder)
     assert sorted(e.text for e in old.store.entries()) == sorted(e.text for e in entries)
     hit = old.search("1-bit post-training quantization of large language models", k=1)[0]
     assert hit.entry.label == "BiLLM" and hit.snippet in hit.entry.text
+
+
+def test_entry_text_is_stored_compressed_and_plain_text_rows_are_still_read(settings, seeds_copy, embedder):
+    index = Index(settings, embedder=embedder)
+    index.ingest([seeds_copy])
+    entries = {e.id: e for e in index.store.entries()}
+    rows = index.store._entries.get(include=["metadatas"])
+    assert all("text" not in m for m in rows["metadatas"])
+    packed = sum(len(m["ztext"]) for m in rows["metadatas"])
+    assert packed < 0.75 * sum(len(e.text.encode()) for e in entries.values())
+    # Rows written from 2026-12-01 to 2026-12-02 keep their text as it is.
+    plain = {i: {"text": entries[i].text, "ztext": None} for i in rows["ids"][:5]}
+    index.store._entries.update(ids=list(plain), metadatas=list(plain.values()))
+    assert {e.id: e.text for e in Index(settings, embedder=embedder).store.entries()} == {
+        i: e.text for i, e in entries.items()}
 
 
 def test_an_index_written_with_mean_entry_vectors_is_still_written_and_read(settings, seeds_copy, embedder):

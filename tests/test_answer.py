@@ -195,6 +195,19 @@ def test_asking_which_datasets_needs_them_named_where_the_abstract_mentions_them
     assert not named.refused and model.prompts
 
 
+def test_papers_kept_only_by_the_fallback_come_with_a_caution(seeded_index, monkeypatch):
+    # "Which papers ...?" with no entry at ON_TOPIC keeps the likely ones (select's
+    # fallback); the answer must not say they answer it.
+    from rag import answer as A
+
+    real = A.Answerer.select
+    monkeypatch.setattr(A.Answerer, "select", lambda self, q, hits, readings, most=None: [
+        (h, 0.25) for h, _ in real(self, q, hits, readings, most)])
+    ans = Answerer(seeded_index, FakeModel("Fine."), load()).ask("Which papers study multi-armed bandit problems?")
+    assert not ans.refused and ans.sentences[0].text == A.CAUTION
+    assert "come closest" in ans.sentences[1].text and "answer this" not in ans.text
+
+
 def test_context_never_exceeds_the_model_window(answer_with):
     ans, model = answer_with(BILLM_Q, "Fine.", n_ctx=400)
     assert model.prompts and all(model.count_tokens(p) <= 400 - 72 for p in model.prompts)

@@ -828,13 +828,20 @@ def _unseen_kinds(question: str, text: str) -> list[str]:
     models" asked of papers on images, text and LLMs. None when the text touches
     another kind the question names, or the question lists the kind among others
     ("molecules, proteins and RNA": each paper answers its part; not "speech or
-    other audio")."""
+    other audio") or gives it as one of alternatives not all of this kind ("fluid
+    flow or weather"; not "speech recognition or text-to-speech")."""
     have = {p for w in words(text) for p in w.split("-")}
     named = [(w, [k for k in w.lower().split("-") if k in _MODALITY]) for w in tokens(question)]
     named = [(w, kinds) for w, kinds in named if kinds]
     unseen = [w for w, kinds in named if not any(have & _MODALITY[k] for k in kinds)]
+    if not unseen or len(unseen) < len(named):
+        return []
     listed = any(re.search(rf",\s*{re.escape(w)}\b|\b{re.escape(w)}\s*,", question) for w in unseen)
-    return unseen if len(unseen) == len(named) and not listed else []
+    kind = "|".join(map(re.escape, unseen))
+    alternatives = [set(tokens(m.group(1) or m.group(2))) for m in re.finditer(
+        rf"([\w-]+(?:\s+[\w-]+)?)\s+or\s+(?:{kind})\b|\b(?:{kind})\s+or\s+(?!other\b)([\w-]+(?:\s+[\w-]+)?)",
+        question)]
+    return [] if listed or any(not a & set(unseen) for a in alternatives) else unseen
 
 
 def _phrases(terms: list[str], question: str) -> list[str]:

@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from rag.answer import Answerer, _phrases, clean
+from rag.answer import Answerer, _phrases, _unseen_kinds, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -392,6 +392,20 @@ def test_a_kind_of_data_no_abstract_touches_is_not_answered(answer_with):
     assert ans.refused and "“video”" in ans.sentences[0].text
     ans, _ = answer_with("How does BLO-SAM finetune the Segment Anything Model for image segmentation?", "It can.")
     assert not ans.refused
+
+
+@pytest.mark.parametrize("question, text, gap", [
+    ("Which work simulates fluid flow or weather with neural networks?", "mesh fluid dynamics", []),
+    ("Which papers segment images or videos?", "segment anything image masks", []),
+    ("Which papers cover molecules, proteins and RNA?", "RNA secondary structures", []),
+    ("Which papers study speech recognition or text-to-speech?", "language model tokens",
+     ["speech", "text-to-speech"]),
+    ("Is there guidance for speech or other audio generation?", "text generation", ["speech", "audio"]),
+    ("Which papers generate videos with diffusion models?", "time series diffusion", ["videos"]),
+])
+def test_a_kind_of_data_among_alternatives_is_no_gap(question, text, gap):
+    # Each paper answers its part of "X or Y"; not when every part is the kind unseen.
+    assert _unseen_kinds(question, text) == gap
 
 
 def test_which_question_quotes_the_sentence_naming_what_experiments_ran_on(answer_with):

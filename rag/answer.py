@@ -628,6 +628,17 @@ class Answerer:
         floor = QUOTE_SHARE * max((fit[i] for i in ranked), default=0.0)
         picked += [i for i in ranked if i not in picked and (not picked or fit[i] >= floor)][
             :max(0, most - len(picked))]
+        if _QUANTITY.search(q.text) and not (q.overview or q.survey):
+            # "How many production models ...?": the sentence with a figure for what
+            # is counted ("369 production models") first, else the best with a
+            # figure, wherever the judge ranks it (it put "with $k = 16$ pipeline
+            # stages" first, and a sentence on evaluation metrics before "outperforms
+            # GANs by up to 30%").
+            sents = self.sentences(entry)
+            figured = [i for i in ranked if _FIGURE.search(sents[i])]
+            counted = _counted(q.text)
+            lead = ([i for i in figured if counted and counted.search(sents[i])] or figured)[:1]
+            picked = lead + [i for i in picked if i not in lead][:most - len(lead)]
         return picked[:most]
 
     def evidence(self, entry: Entry, n: int, q: Query, quotes: int,
@@ -722,6 +733,19 @@ _QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to",
 # A figure an abstract reports ("1.08-bit", "90%", "12 points"), not a digit inside a
 # name ("LLaMA-7B", "C4").
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
+
+
+def _counted(question: str) -> re.Pattern | None:
+    """A figure followed within two words by what "how many ...?" counts: for "How
+    many production models were ...", "369 production models"."""
+    m = re.search(r"\bhow many ((?:[\w-]+ ){0,2}?[\w-]+?)s?\b(?= (?:are|is|were|was|do|does|did|has|have|"
+                  r"had|can|could|would|will|in|of|for|on|at)\b|[?,])", question, re.I)
+    if not m:
+        return None
+    head = m.group(1).split()[-1]
+    return re.compile(rf"(?<![\w.-])\d[\d.,]*\s+(?:[\w-]+\s+){{0,2}}{re.escape(head)}", re.I)
+
+
 # "Which LLM ...", "on which hardware ...": a question word, not a relative pronoun
 # ("a model which improves") nor "choosing which of several".
 _WHICH_NAME = re.compile(r"(?:^|[,;:]\s*|\b(?:and|or|on|in|for|with|by|to|from|at|under)\s+)which "

@@ -408,6 +408,13 @@ def test_a_kind_of_data_among_alternatives_is_no_gap(question, text, gap):
     assert _unseen_kinds(question, text) == gap
 
 
+def test_how_many_question_quotes_the_figure_for_what_it_counts_first(answer_with):
+    ans, _ = answer_with("How many production models did the pipeline-parallel partitioning work "
+                         "test its MIP lower bounds on?", "Nothing.")
+    quoted = [st.text for st in ans.sentences if st.status == "quoted"]
+    assert quoted and "369 production models" in quoted[0]
+
+
 def test_which_question_quotes_the_sentence_naming_what_experiments_ran_on(answer_with):
     # The judge ranks "... empirical analysis on Baird's counterexample and a
     # Four-room task" low for "which environments"; it is the answer.

@@ -611,9 +611,14 @@ class Answerer:
             # A "Which papers ...?" answer names each paper's first contribution ("we
             # present BiLLM"): the table's approach there brought fewer of the key
             # facts (multi-paper questions, quotes only: 42.6% -> 38.1%).
-            role = self.roles(entry)
-            contribution = sorted(i for i in ranked if role[i] == "contribution")
-            picked += contribution[:1]
+            # Not one that leans on the sentences before it, since it is quoted alone
+            # ("We study a family of problems interpolating the two."): then the
+            # first where the authors say what they did ("We prove tight minimax
+            # regret bounds for m-MAB ...").
+            role, sents = self.roles(entry), self.sentences(entry)
+            alone = [i for i in sorted(ranked) if not _LEANS.search(sents[i])]
+            picked += ([i for i in alone if role[i] == "contribution"]
+                       or [i for i in alone if role[i] != "background" and _OWN.match(sents[i])])[:1]
         elif _WHICH_NAME.search(q.text) or _NAMED_KIND.search(q.text):
             # "Which environments ...?": the sentence that names what experiments ran
             # on answers it, wherever the judge ranks it ("analysis on Baird's
@@ -737,6 +742,10 @@ _QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to",
 # A figure an abstract reports ("1.08-bit", "90%", "12 points"), not a digit inside a
 # name ("LLaMA-7B", "C4").
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
+
+# A sentence that points back at what the one before said.
+_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b|^(?:These|Those|They|It|Both|Such)\b")
+_OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")
 
 
 def _counted(question: str) -> re.Pattern | None:

@@ -408,6 +408,12 @@ def test_a_kind_of_data_among_alternatives_is_no_gap(question, text, gap):
     assert _unseen_kinds(question, text) == gap
 
 
+def test_a_paper_in_a_which_papers_answer_is_not_quoted_by_a_sentence_that_leans_back(answer_with):
+    ans, _ = answer_with("Which papers study multi-armed bandit problems?", "Nothing.")
+    quoted = [st.text for st in ans.sentences if st.status == "quoted"]
+    assert len(quoted) >= 3 and not [t for t in quoted if "interpolating the two" in t]
+
+
 def test_how_many_question_quotes_the_figure_for_what_it_counts_first(answer_with):
     ans, _ = answer_with("How many production models did the pipeline-parallel partitioning work "
                          "test its MIP lower bounds on?", "Nothing.")

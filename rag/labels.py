@@ -175,6 +175,8 @@ def _studied(text: str) -> str:
         rest = _ASIDE.sub("", m.group(1))
         stop = _STOP_AT.search(" " + rest + " ")
         phrase = _LEAD_DROP.sub("", (" " + rest)[: stop.start()].strip() if stop else rest)
+        # "testing such feasibility assumptions": "such" points back, the rest names.
+        phrase = re.sub(r"\bsuch\s+", "", phrase, flags=re.I)
         words = _tidy(phrase).split()
         # Cut at six words, not inside a trailing "on 3D (protein structures)": a
         # modifier ("3D", "RNA-level") cut from its noun names nothing; "on prompts" does.

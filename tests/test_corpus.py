@@ -48,6 +48,7 @@ def test_untitled_entries_are_labelled_by_their_subject_never_opening_words():
     # inside a trailing phrase ("... strategy on 3D"); not a phrase pointing elsewhere.
     assert {"SGD noise on online learning", "span mask pre-training strategy"} <= set(labels)
     assert "sources of these disparities" not in labels
+    assert "testing feasibility assumptions" in labels  # not "testing such ..."
     # A subject is not a name: sentences say "this paper", not "watermark stealing shows …".
     assert labels["watermark stealing"].name == "this paper" and labels["BiLLM"].name == "BiLLM"
     assert subject("Prior works focused on *offline learning*, while we study *online "

@@ -45,8 +45,13 @@ _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|t
 # as planners - which papers address this?", "Which abstracts are position pieces?"),
 # or "What work uses/draws on ...", which asks for every paper that does.
 _PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b"
-                         r"|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)", re.I)
-_ASK_TAIL = re.compile(r"\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)\b[^?]*\??\s*$", re.I)
+                         r"|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)"
+                         r"|[.?!]\s+what (?:work|research) (?:is there|exists)\b", re.I)
+# ... and asked after the topic: "- which papers address this?", "Can networks stand in
+# for fluid solvers? What work is there on this?".
+_ASK_TAIL = re.compile(r"(?:\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)\b"
+                       r"|(?<=[.?!])\s+what (?:work|research) (?:is there|exists) (?:on |about |for )?"
+                       r"(?:this|that|these|it|them)\b)[^?]*\??\s*$", re.I)
 
 
 def is_survey(question: str) -> bool:

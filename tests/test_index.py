@@ -12,7 +12,7 @@ from rag.formats import FORMATS
 from rag.index import Index
 from rag.records import Chunk
 from rag.store import IndexInfo, Store
-from rag.text import focus
+from rag.text import focus, is_survey
 
 FILE = "003_635826d5ffaa2f6c.txt"
 
@@ -135,9 +135,15 @@ def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
      "What is Sparse-IFT, and what accuracy gains do they report?"),
     ("Which papers?", "Which papers?"),
     ("LLMs as agents or planners - which papers address this?", "LLMs as agents or planners"),
+    ("Can networks stand in for fluid solvers? What work is there on this?", "Can networks stand in for fluid solvers?"),
+    # The topic follows the ask: kept whole.
+    ("How does BiLLM work? What research exists on binarization?",
+     "How does BiLLM work? What research exists on binarization?"),
 ])
 def test_survey_frame_is_not_searched_for(question, query):
     assert focus(question) == query
+    assert is_survey(question) == (question != "What is Sparse-IFT, and what accuracy gains do they report?"
+                                   and not question.startswith("paper linking"))
 
 
 def test_survey_question_finds_what_its_topic_finds(seeded_index):

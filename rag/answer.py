@@ -455,6 +455,9 @@ class Answerer:
                               f"{', '.join(named[:-1])} and {named[-1]}.",
                               [num(h.entry) for h, _ in kept], "lead"))
             try:
+                # One paper found for "Which papers ...?" is told as a single-paper
+                # answer is, not in the one sentence a paper gets beside others.
+                plan = SINGLE if q.survey and len(kept) == 1 and not only else plan
                 for i, (hit, _) in enumerate(kept):
                     n = num(hit.entry)
                     step(f"answering from [{n}] {hit.entry.label}")

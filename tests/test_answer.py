@@ -414,6 +414,12 @@ def test_a_paper_in_a_which_papers_answer_is_not_quoted_by_a_sentence_that_leans
     assert len(quoted) >= 3 and not [t for t in quoted if "interpolating the two" in t]
 
 
+def test_one_paper_found_for_which_papers_is_told_as_a_single_paper_answer(answer_with):
+    ans, _ = answer_with("Which papers study stealing watermarks from LLM APIs?", "Nothing.")
+    assert list(ans.cited.values())[0].label == "watermark stealing" and len(ans.cited) == 1
+    assert len([st for st in ans.sentences if st.status == "quoted"]) >= 2
+
+
 def test_how_many_question_quotes_the_figure_for_what_it_counts_first(answer_with):
     ans, _ = answer_with("How many production models did the pipeline-parallel partitioning work "
                          "test its MIP lower bounds on?", "Nothing.")

@@ -604,11 +604,12 @@ class Answerer:
         if most <= 0:
             return []
         picked: list[int] = []
+        sents = self.sentences(entry)
         if q.overview and most > 1:
             # The research table's approach and result (rag/compare.py, by roles and
             # words): against a reader's cells on the seeds, 68% and 91% right, where
             # the first contribution and the first result with a figure were 60% and 72%.
-            cells = compare.row(entry, self.sentences(entry)).sources
+            cells = compare.row(entry, sents).sources
             picked += [cells[c] for c in ("approach", "result") if c in cells and cells[c] in ranked]
         elif q.overview or q.survey:
             # A "Which papers ...?" answer names each paper's first contribution ("we
@@ -618,7 +619,7 @@ class Answerer:
             # ("We study a family of problems interpolating the two."): then the
             # first where the authors say what they did ("We prove tight minimax
             # regret bounds for m-MAB ...").
-            role, sents = self.roles(entry), self.sentences(entry)
+            role = self.roles(entry)
             alone = [i for i in sorted(ranked) if not _LEANS.search(sents[i])]
             picked += ([i for i in alone if role[i] == "contribution"]
                        or [i for i in alone if role[i] != "background" and _OWN.match(sents[i])])[:1]
@@ -626,7 +627,7 @@ class Answerer:
             # "Which environments ...?": the sentence that names what experiments ran
             # on answers it, wherever the judge ranks it ("analysis on Baird's
             # counterexample and a Four-room task").
-            sents, asked = self.sentences(entry), q.text.lower()
+            asked = q.text.lower()
             given = _new_names(entry.text, asked)
             picked += [i for i in ranked if _tested_on(sents[i], given, asked)][:1]
         # After a sentence picked above, only sentences the judge rates near the best:
@@ -646,7 +647,6 @@ class Answerer:
             # figure, wherever the judge ranks it (it put "with $k = 16$ pipeline
             # stages" first, and a sentence on evaluation metrics before "outperforms
             # GANs by up to 30%").
-            sents = self.sentences(entry)
             figured = [i for i in ranked if _FIGURE.search(sents[i])]
             counted = _counted(q.text)
             lead = ([i for i in figured if counted and counted.search(sents[i])] or figured)[:1]

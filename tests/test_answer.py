@@ -433,3 +433,34 @@ def test_which_question_quotes_the_sentence_naming_what_experiments_ran_on(answe
     ans, _ = answer_with("target network + over-parameterized linear function approximation TD convergence: "
                          "which environments are used in the empirical analysis?", "Nothing.")
     assert not ans.refused and any("Baird" in s.text for s in ans.sentences if s.status == "quoted")
+
+
+def test_the_lead_says_answers_only_of_sure_entries_and_claims_no_count():
+    from rag.answer import SURE, _lead
+
+    hi, lo = SURE, SURE - 0.01
+    assert _lead([("BiLLM [1]", hi), ("Cascades [2]", hi)], False) == "BiLLM [1] and Cascades [2] answer this."
+    assert _lead([("BiLLM [1]", hi), ("ANT [2]", lo), ("MoMo [3]", lo)], False) == (
+        "BiLLM [1] answers this; ANT [2] and MoMo [3] may also bear on it.")
+    assert _lead([("ANT [1]", lo), ("MoMo [2]", lo)], False) == "ANT [1] and MoMo [2] may bear on this; none is a sure match."
+    assert _lead([("ANT [1]", hi), ("MoMo [2]", hi)], True) == (
+        "The entries in the collection that come closest are ANT [1] and MoMo [2].")
+
+
+def test_an_item_of_a_list_question_is_no_gap_but_a_word_that_qualifies_the_items_is():
+    from rag.answer import _listed
+
+    items = "Which papers build models that synthesize new images, 3D shapes, molecular poses, or time series?"
+    assert _listed("3D", items) and _listed("time", items) and not _listed("models", items)
+    assert _listed("video", "Which papers use speech or video?")
+    assert not _listed("traffic", "Which papers forecast road traffic speed or flow?")
+    assert not _listed("3D", "Which papers generate 3D shapes?")
+
+
+def test_what_is_asked_is_read_from_the_sentence_that_asks():
+    from rag.answer import _asking
+
+    q = ("Each app retrains on whoever it attracts, which changes who picks it next. "
+         "Is there a method to bring down the loss users experience?")
+    assert _asking(q) == "Is there a method to bring down the loss users experience?"
+    assert _asking("Tell me about BiLLM.") == "Tell me about BiLLM."

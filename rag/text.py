@@ -28,7 +28,7 @@ there's is there any all across over via new novel existing researchers research
 # The frame of a survey question ("Which papers ...", "... and for what purpose?")
 # names no topic; embedded, it only pulls every survey question toward each other.
 _FRAME = re.compile(
-    r"^\s*(?:(?:which|what|how do) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)"
+    r"^\s*(?:(?:which|what|how do) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)(?!\s+(?:best|better|well|worse)\b)"
     r"(?: in (?:the|this) collection)?(?: are there)?"
     r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?"
     r"|(?:papers|works|studies) (?:that|which|on|about)"
@@ -43,10 +43,12 @@ _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|t
 
 # Papers asked for in the plural anywhere ("reinforcement learning papers (...)", "LLMs
 # as planners - which papers address this?", "Which abstracts are position pieces?"),
-# or "What work uses/draws on ...", which asks for every paper that does.
+# or "What work uses/draws on ...", which asks for every paper that does, or a topic
+# put first ("Efficiency of large models: which works ...?").
 _PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b"
                          r"|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)"
-                         r"|[.?!]\s+what (?:work|research) (?:is there|exists)\b", re.I)
+                         r"|[.?!]\s+what (?:work|research) (?:is there|exists)\b"
+                         r"|:\s+(?:which|what) (?:\w+ ){0,2}?(?:works|studies|methods|approaches|articles)\b(?!\s+(?:best|better|well|worse)\b)", re.I)
 # ... and asked after the topic: "- which papers address this?", "Can networks stand in
 # for fluid solvers? What work is there on this?".
 _ASK_TAIL = re.compile(r"(?:\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)\b"

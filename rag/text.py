@@ -28,7 +28,7 @@ there's is there any all across over via new novel existing researchers research
 # The frame of a survey question ("Which papers ...", "... and for what purpose?")
 # names no topic; embedded, it only pulls every survey question toward each other.
 _FRAME = re.compile(
-    r"^\s*(?:(?:which|what|how do) (?:\w+ ){0,2}?(?:papers|works|studies|articles|methods|approaches)(?!\s+(?:best|better|well|worse)\b)"
+    r"^\s*(?:(?:which|what|how do) (?P<inner>(?:\w+ ){0,2}?)(?P<noun>papers|works|studies|articles|methods|approaches)(?!\s+(?:best|better|well|worse)\b)"
     r"(?: in (?:the|this) collection)?(?: are there)?"
     r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?"
     r"|(?:papers|works|studies) (?:that|which|on|about)"
@@ -61,9 +61,23 @@ def is_survey(question: str) -> bool:
     return bool(_FRAME.match(question) or _PLURAL_ASK.search(question))
 
 
+# "... is in this set?", "... in the collection": where to look, not what.
+_WHERE = re.compile(r"\b(?:(?:is|are)\s+)?(?:there\s+)?in (?:the|this) (?:set|collection)\b", re.I)
+_FILLER = frozenset("other recent different specific main key notable prior previous published "
+                    "these those the some of".split())
+
+
+def _unframe(m: re.Match) -> str:
+    """The frame's own topic words ("What kernel methods ..." keeps "kernel methods")."""
+    inner = [w for w in (m.group("inner") or "").split() if w.lower() not in _FILLER]
+    return " " + " ".join(inner + [m.group("noun")]) + " " if inner else " "
+
+
 def focus(query: str) -> str:
     """A survey question without its frame; any other query unchanged."""
-    rest, framed = _FRAME.subn(" ", query)
+    rest, framed = _FRAME.subn(_unframe, query)
+    if framed:
+        rest = _WHERE.sub(" ", rest)
     if not framed:
         rest, framed = _ASK_TAIL.subn(" ", query)
         rest = rest.strip()

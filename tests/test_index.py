@@ -139,6 +139,9 @@ def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
     # The topic follows the ask: kept whole.
     ("How does BiLLM work? What research exists on binarization?",
      "How does BiLLM work? What research exists on binarization?"),
+    # Topic words inside the frame are kept; where to look is not searched for.
+    ("What kernel methods work is in this set?", "kernel methods work ?"),
+    ("Which recent papers study bandits?", "study bandits?"),
     # The topic put first.
     ("Efficiency of large models: which works make trained networks cheaper to run?",
      "Efficiency of large models: which works make trained networks cheaper to run?"),

@@ -51,9 +51,13 @@ _PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b"
                          r"|:\s+(?:which|what) (?:\w+ ){0,2}?(?:works|studies|methods|approaches|articles)\b(?!\s+(?:best|better|well|worse)\b)", re.I)
 # ... and asked after the topic: "- which papers address this?", "Can networks stand in
 # for fluid solvers? What work is there on this?".
-_ASK_TAIL = re.compile(r"(?:\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)\b"
+# A tail that names a topic of its own ("Biology: which abstracts apply ML to
+# molecules?") loses only its frame words.
+_ASK_TAIL = re.compile(r"(?:\s*[-\u2013\u2014:,]?\s*which (?:papers|abstracts)(?:\s+[\w-]+){0,3}?\s+"
+                       r"(?:this|that|these|it|them|so)\b"
                        r"|(?<=[.?!])\s+what (?:work|research) (?:is there|exists) (?:on |about |for )?"
                        r"(?:this|that|these|it|them)\b)[^?]*\??\s*$", re.I)
+_ASK_MID = re.compile(r"(?<=[-\u2013\u2014:,])\s*which (?:papers|abstracts|works|studies)\b", re.I)
 
 
 def is_survey(question: str) -> bool:
@@ -77,13 +81,13 @@ def focus(query: str) -> str:
     """A survey question without its frame; any other query unchanged."""
     rest, framed = _FRAME.subn(_unframe, query)
     if framed:
-        rest = _WHERE.sub(" ", rest)
-    if not framed:
-        rest, framed = _ASK_TAIL.subn(" ", query)
-        rest = rest.strip()
-        return rest if framed and _WORD.search(rest) else query
-    rest = " ".join(_FRAME_TAIL.sub(" ", rest).split())
-    return rest if _WORD.search(rest) else query
+        rest = " ".join(_FRAME_TAIL.sub(" ", _WHERE.sub(" ", rest)).split())
+        return rest if _WORD.search(rest) else query
+    for ask in (_ASK_TAIL, _ASK_MID):
+        rest, framed = ask.subn(" ", query)
+        if framed:
+            return " ".join(rest.split()) if _WORD.search(rest) else query
+    return query
 
 
 URL = re.compile(r"\b(?:https?://|www\.|github\.com/)\S+", re.I)

@@ -464,3 +464,15 @@ def test_what_is_asked_is_read_from_the_sentence_that_asks():
          "Is there a method to bring down the loss users experience?")
     assert _asking(q) == "Is there a method to bring down the loss users experience?"
     assert _asking("Tell me about BiLLM.") == "Tell me about BiLLM."
+
+
+def test_a_which_papers_answer_quotes_what_is_asked_beside_the_contribution(seeded_index):
+    # Each paper's contribution alone ("Here we develop new Polyak-type adaptive
+    # learning rates ...") does not say it proves convergence; the judge finds the
+    # sentence that does.
+    ans = Answerer(seeded_index, FakeModel("Fine."), load()).ask(
+        "Which papers prove that an iterative optimization or learning algorithm converges?")
+    assert "MoMo attains a $\\mathcal{O}(1/\\sqrt{K})$ convergence rate" in ans.text
+    momo = next(n for n, e in ans.cited.items() if e.label == "MoMo")
+    quoted = [s.text for s in ans.sentences if s.status == "quoted" and s.cites == [momo]]
+    assert len(quoted) == 2 and quoted[0].startswith("Here we develop new Polyak-type")

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from . import compare, roles
+from .labels import GENERIC
 from .index import Index
 from .judge import CLAIM, QUESTION, QUESTIONS_MODEL_FILE, Judge, Reading
 from .llm import ChatModel
@@ -527,8 +528,10 @@ class Answerer:
         # that the question does not already give.
         asked = {t.lower() for t in q.specifics}
         given = _new_names(kept[0].entry.text, question.lower())
-        if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit()
-                                              for s in near for t in specific_terms(s)) and not any(
+        # Not a field's acronym ("LLMs", "SOTA") nor a link's words: "which base
+        # language model" wants a name.
+        if named and not quantity and not any(t.lower() not in asked and not t[0].isdigit() and t not in GENERIC
+                                              for s in near for t in specific_terms(URL.sub(" ", s))) and not any(
                 _tested_on(s, given, question.lower()) for s in near + results):
             # "which training stage does ...": the words up to the verb name the thing.
             return [f"which {named.group(1)}{named.group(2) or ''}"], "guess"

@@ -14,8 +14,8 @@ from collections import Counter
 
 from .text import MODIFIER, STOPWORDS, sentences
 
-# Acronyms of fields, not of methods: never a label.
-_GENERIC = frozenset("""
+# Acronyms of fields, not of methods: never a label, nor the name a question asks for.
+GENERIC = frozenset("""
 LLM LLMs MLLM MLLMs ML AI RL DRL NLP GNN GNNs CNN CNNs RNN RNNs PDE PDEs ODE ODEs SOTA
 NOs NO DNN DNNs MDP MDPs POMDP GPU GPUs CPU API APIs LM LMs VLM VLMs SGD KL OOD IID
 ReLU PII RNA DNA NN NNs
@@ -41,7 +41,7 @@ def _is_name(tok: str) -> bool:
         return False
     upper = sum(c.isupper() for c in tok)
     return (upper >= 2 or (upper == 1 and any(c.isdigit() for c in tok) and len(tok) > 2)
-            or (upper == 1 and not tok[0].isupper())) and tok not in _GENERIC and len(tok) >= 3
+            or (upper == 1 and not tok[0].isupper())) and tok not in GENERIC and len(tok) >= 3
 
 
 def method_name(text: str) -> str:
@@ -141,7 +141,7 @@ def _defined(text: str) -> str:
     best, uses = "", 1
     for m in _ACRONYM.finditer(text):
         acr = m.group(1)
-        if acr in _GENERIC or acr.rstrip("s") in _GENERIC:
+        if acr in GENERIC or acr.rstrip("s") in GENERIC:
             continue
         letters = [c for c in acr.rstrip("s") if c.isupper()]
         before = re.split(r"[,;:.()]", text[max(0, m.start() - 120): m.start()])[-1].split()

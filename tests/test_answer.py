@@ -476,3 +476,11 @@ def test_a_which_papers_answer_quotes_what_is_asked_beside_the_contribution(seed
     momo = next(n for n, e in ans.cited.items() if e.label == "MoMo")
     quoted = [s.text for s in ans.sentences if s.status == "quoted" and s.cites == [momo]]
     assert len(quoted) == 2 and quoted[0].startswith("Here we develop new Polyak-type")
+
+
+def test_a_name_asked_for_is_not_found_in_a_fields_acronym_or_a_link(seeded_index):
+    # The morph-token abstract's "LLMs", "SOTA" and "github.com/DCDmllm/MorphTokens"
+    # name no base model.
+    ans = Answerer(seeded_index, FakeModel("Fine."), load()).ask(
+        "Which base language model is the morph-token MLLM built on?")
+    assert ans.refused and "does not report which base language model" in ans.text

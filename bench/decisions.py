@@ -6,7 +6,7 @@
 Whether an answer is declined ("not covered", or a "does not report" notice) and
 which entries it cites are decided before the chat model writes a word, so the
 pipeline runs here with a model that writes nothing: the decisions are the real
-ones, without the model's decoding (about 8 minutes for all eleven sets on this
+ones, without the model's decoding (about 8 minutes for all twelve sets on this
 machine). Printed per set and pooled:
 unanswerable questions declined, answerable ones declined, and for single- and
 multi-paper questions the share of gold entries cited and of cited entries that

@@ -28,7 +28,8 @@ there's is there any all across over via new novel existing researchers research
 # The frame of a survey question ("Which papers ...", "... and for what purpose?")
 # names no topic; embedded, it only pulls every survey question toward each other.
 _FRAME = re.compile(
-    r"^\s*(?:(?:which|what|how do) (?P<inner>(?:\w+ ){0,2}?)(?P<noun>papers|works|studies|articles|methods|approaches)(?!\s+(?:best|better|well|worse)\b)"
+    r"^\s*(?:(?:which|what|how do) (?P<inner>(?:\w+ ){0,2}?)"
+    r"(?P<noun>papers|works|studies|articles|methods|approaches)(?!\s+(?:best|better|well|worse)\b)"
     r"(?: in (?:the|this) collection)?(?: are there)?"
     r"|(?:are there|is there|find|list|show me)(?: any)? (?:papers?|works?|studies)(?: (?:that|which|on|about))?"
     r"|(?:papers|works|studies) (?:that|which|on|about)"
@@ -48,7 +49,8 @@ _FRAME_TAIL = re.compile(r",?\s+and (?:for )?(?:what|how)\b[^?]*\b(?:they|them|t
 _PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b"
                          r"|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)"
                          r"|[.?!]\s+what (?:work|research) (?:is there|exists)\b"
-                         r"|:\s+(?:which|what) (?:\w+ ){0,2}?(?:works|studies|methods|approaches|articles)\b(?!\s+(?:best|better|well|worse)\b)", re.I)
+                         r"|:\s+(?:which|what) (?:\w+ ){0,2}?(?:works|studies|methods|approaches|articles)\b"
+                         r"(?!\s+(?:best|better|well|worse)\b)", re.I)
 # ... and asked after the topic: "- which papers address this?", "Can networks stand in
 # for fluid solvers? What work is there on this?".
 # A tail that names a topic of its own ("Biology: which abstracts apply ML to

@@ -677,7 +677,9 @@ class Answerer:
             counted = _counted(q.text)
             lead = ([i for i in figured if counted and counted.search(sents[i])] or figured)[:1]
             picked = lead + [i for i in picked if i not in lead][:most - len(lead)]
-        return picked[:most]
+        # A sentence that leans on the ones before ("The first is to align ...", "It
+        # achieves ...") is quoted after them, back to one that stands alone.
+        return list(dict.fromkeys(j for i in picked[:most] for j in _context(sents, i) + [i]))
 
     def evidence(self, entry: Entry, n: int, q: Query, quotes: int,
                  on_token: Callable[[str], None] | None = None,
@@ -773,8 +775,20 @@ _QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to",
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 
 # A sentence that points back at what the one before said.
-_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b|^(?:These|Those|They|It|Both|Such)\b")
+_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b"
+                    r"|^(?:These|Those|They|It|Both|Such|The (?:first|second|third|former|latter))\b")
 _OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")
+
+
+def _context(sents: list[str], i: int, most: int = 2) -> list[int]:
+    """The sentences before ``sents[i]`` that a reader needs when it leans back: up to
+    ``most``, through stubs ("The objectives are two-fold.") and other leaning ones."""
+    if not _LEANS.search(sents[i]):
+        return []
+    j = i - 1
+    while j > 0 and i - j < most and (_LEANS.search(sents[j]) or len(content_words(sents[j])) < 4):
+        j -= 1
+    return list(range(max(j, 0), i))
 
 
 def _counted(question: str) -> re.Pattern | None:

@@ -485,3 +485,15 @@ def test_a_name_asked_for_is_not_found_in_a_fields_acronym_or_a_link(seeded_inde
     ans = Answerer(seeded_index, FakeModel("Fine."), load()).ask(
         "Which base language model is the morph-token MLLM built on?")
     assert ans.refused and "does not report which base language model" in ans.text
+
+
+def test_a_quote_that_leans_back_comes_after_what_it_leans_on():
+    from rag.answer import _context
+
+    sents = ["Generated shapes have artifacts.",
+             "We introduce topological regularization losses on an implicit shape generator.",
+             "The objectives are two-fold.",
+             "The first is to align the persistent diagram distributions of training and synthetic shapes.",
+             "Experiments on ShapeNet show better generalization than prior generators."]
+    assert _context(sents, 3) == [1, 2]  # through the stub to the sentence that says what
+    assert _context(sents, 4) == [] and _context(sents, 1) == []

@@ -461,8 +461,10 @@ class Answerer:
                 if on_token:
                     on_token(tok)
 
-            if q.survey and len(kept) > 1 and not only:
-                # "Which papers ...?": which ones first, then what each says.
+            # "Which papers ...?": which ones first, then what each says; one paper
+            # found is named first only when it is not a sure match (a weak one has
+            # the caution).
+            if q.survey and not only and (len(kept) > 1 or not weak and kept[0][1] < SURE):
                 for h, _ in kept:
                     ans.cited[num(h.entry)] = h.entry
                 emit(Sentence(_lead([(f"{strip_control(h.entry.label)[0]} [{num(h.entry)}]", p)
@@ -1016,7 +1018,7 @@ def _lead(named: list[tuple[str, float]], weak: bool) -> str:
     sure = [n for n, p in named if p >= SURE]
     rest = [n for n, p in named if p < SURE]
     if not sure:
-        return f"{_all(rest)} may bear on this; none is a sure match."
+        return f"{_all(rest)} may bear on this; {'none is' if len(rest) > 1 else 'it is not'} a sure match."
     verb = "answers" if len(sure) == 1 else "answer"
     return f"{_all(sure)} {verb} this" + (f"; {_all(rest)} may also bear on it." if rest else ".")
 

@@ -236,6 +236,9 @@ class Conversation:
         parts = ["# Conversation with the collection", ""]
         for t in self.turns:
             parts += [f"## {t.n}. {t.question}", "", t.answer.text or "_(no answer)_", ""]
+            if t.answer.refused and not t.answer.cited and t.answer.retrieved:
+                # "... the closest entries are listed below": as the terminal lists them.
+                parts += ["Closest entries:", ""] + [f"- {h.entry.citation()}" for h in t.answer.retrieved[:3]] + [""]
         parts += ["## References", ""]
         parts += [f"- {line}" for line in self.references().splitlines()]
         return "\n".join(parts) + "\n"

@@ -130,6 +130,15 @@ def test_transcript_has_every_cited_reference(conv, tmp_path):
     assert "## 1. How does BiLLM" in text and "[1] BiLLM" in text and "[2] AnyTool" in text
 
 
+def test_a_saved_turn_that_is_not_covered_lists_the_closest_entries(conv, tmp_path):
+    turn = conv.ask("Which papers learn revenue-maximizing auction mechanisms with neural networks?")
+    assert turn.answer.refused and not turn.answer.cited
+    conv.save(tmp_path / "t.md")
+    text = (tmp_path / "t.md").read_text()
+    assert "listed below" in text and "Closest entries:" in text
+    assert f"- {turn.answer.retrieved[0].entry.citation()}" in text
+
+
 @pytest.mark.model
 def test_scripted_conversation_with_the_real_model(seeded_index):
     from rag.cli import main

@@ -624,7 +624,7 @@ class Answerer:
         if most <= 0:
             return []
         picked: list[int] = []
-        sents = self.sentences(entry)
+        sents, fit = self.sentences(entry), self.fit(q.text, entry)
         if q.overview and most > 1:
             # The research table's approach and result (rag/compare.py, by roles and
             # words): against a reader's cells on the seeds, 68% and 91% right, where
@@ -647,7 +647,6 @@ class Answerer:
             # when the judge reads one as doing so ("Which papers prove convergence?":
             # "we prove full sequence convergence ...", not only "We show that adaptive
             # proximal gradient methods ..."), in the abstract's order.
-            fit = self.fit(q.text, entry)
             best = next((i for i in ranked if i in alone and role[i] != "background"), None)
             if q.survey and best is not None and best not in picked and fit[best] >= ANSWERING:
                 return sorted(picked + [best])
@@ -665,7 +664,6 @@ class Answerer:
         # `most` are quoted whatever their rating: on the eval sets' 302 single-paper
         # questions (quotes only) the floor there too would cut quotes per answer
         # 2.93 -> 1.83 and the answer facts quoted 0.714 -> 0.532.
-        fit = self.fit(q.text, entry)
         floor = QUOTE_SHARE * max((fit[i] for i in ranked), default=0.0)
         picked += [i for i in ranked if i not in picked and (not picked or fit[i] >= floor)][
             :max(0, most - len(picked))]
@@ -1014,22 +1012,17 @@ def _lead(named: list[tuple[str, float]], weak: bool) -> str:
     as answering did not (holdout10). It claims no count, which missed papers made
     false in 12 of 20 leads."""
     if weak:
-        return f"The entries in the collection that come closest are {_all(n for n, _ in named)}."
+        return f"The entries in the collection that come closest are {_join([n for n, _ in named], 'and')}."
     sure = [n for n, p in named if p >= SURE]
     rest = [n for n, p in named if p < SURE]
     if not sure:
-        return f"{_all(rest)} may bear on this; {'none is' if len(rest) > 1 else 'it is not'} a sure match."
+        return f"{_join(rest, 'and')} may bear on this; {'none is' if len(rest) > 1 else 'it is not'} a sure match."
     verb = "answers" if len(sure) == 1 else "answer"
-    return f"{_all(sure)} {verb} this" + (f"; {_all(rest)} may also bear on it." if rest else ".")
+    return f"{_join(sure, 'and')} {verb} this" + (f"; {_join(rest, 'and')} may also bear on it." if rest else ".")
 
 
-def _all(terms) -> str:
-    terms = list(terms)
-    return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + " and " + terms[-1]
-
-
-def _join(terms: list[str]) -> str:
-    return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + " or " + terms[-1]
+def _join(terms: list[str], word: str = "or") -> str:
+    return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + f" {word} " + terms[-1]
 
 
 def _gap(absent: list[str], how: str) -> str:

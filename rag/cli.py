@@ -150,10 +150,15 @@ def progress_bar(label: str, enabled: bool):
         bar.stop()
 
 
-def _open_index(settings):
+def _open_index(settings, searching: bool = False):
+    """The index, not yet opened; ``searching`` starts loading the embedder so that
+    it loads while the store opens."""
     from .index import Index
 
-    return Index(settings)
+    index = Index(settings)
+    if searching:
+        index.embedder.warm()
+    return index
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -415,7 +420,7 @@ def search(query, k, queries, settings, as_json):
       rag search -k 10 --json "watermarking language models"
     """
     qs = _queries(query, queries)
-    index = _open_index(settings)
+    index = _open_index(settings, searching=True)
     with progress_bar("first run: indexing the bundled seeds", not as_json) as cb:
         index.ensure_ingested(**cb)
     found = True
@@ -437,7 +442,7 @@ def _answerer(settings):
     from .prompts import load
 
     prompts = load()  # checked before anything slow happens
-    index = _open_index(settings)
+    index = _open_index(settings, searching=True)
     with progress_bar("first run: indexing the bundled seeds", True) as cb:
         index.ensure_ingested(**cb)
     model = load_model(settings.model, settings.llm_url, settings.llm_model,
@@ -758,7 +763,7 @@ def evaluate(questions, retrieval_only, split, k, settings, as_json):
     else:
         qs = load_questions(questions, split)
         if retrieval_only:
-            index = _open_index(settings)
+            index = _open_index(settings, searching=True)
             index.ensure_ingested()
             answerer = None
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import chunking, corpus, retrieve
 from .config import Settings
@@ -20,8 +20,10 @@ from .lexical import LexicalIndex
 from .records import Entry, Hit, IngestReport
 from .lock import WriteLock
 from .sources import Sources
-from .store import IndexInfo, Store
 from .text import focus
+
+if TYPE_CHECKING:  # the module imports chromadb, a second of start-up: see Index.store
+    from .store import IndexInfo, Store
 
 # progress(total) starts a bar, progress(None, advance) moves it.
 Progress = Callable[[int], None]
@@ -41,6 +43,8 @@ class Index:
 
     @property
     def info(self) -> IndexInfo:
+        from .store import IndexInfo
+
         s = self.settings
         return IndexInfo(self.embedder.name, self.embedder.dim,
                          chunking.chunker_id(s.chunk_tokens, s.overlap_sentences))
@@ -51,6 +55,10 @@ class Index:
 
     @cached_property
     def store(self) -> Store:
+        # Importing the store (chromadb) takes most of a search's start-up; the
+        # embedder, warmed first (Embedder.warm), loads on the other core meanwhile.
+        from .store import Store
+
         store = Store(self.settings.data_dir, self.settings.collection, self.info,
                       self.settings.chroma_url, self.settings.chroma_token.get_secret_value())
         if self.lock.writer_died():
@@ -245,6 +253,8 @@ class Index:
 
     def _reset(self) -> None:
         # Opening checks the stored model and chunker; a rebuild must not open first.
+        from .store import Store
+
         self.__dict__.pop("store", None)
         Store.drop(self.settings.data_dir, self.settings.collection, self.settings.chroma_url,
                    self.settings.chroma_token.get_secret_value())

@@ -51,3 +51,27 @@ def test_int8_embedder_is_close_to_fp32_and_an_index_knows_which_built_it(embedd
     Index(settings, embedder=int8).store  # an index built with the int8 model
     with pytest.raises(IndexMismatchError, match="rag ingest --rebuild"):
         Index(Settings(data_dir=tmp_path / "d"), embedder=embedder).store
+
+
+def test_a_warmed_embedder_loads_on_another_thread_and_embeds_alike(embedder, tmp_path):
+    from rag.embed import Embedder
+
+    expected = embedder.encode(["optimal transport for CLIP"])
+    cold = Embedder(tmp_path / "none")
+    cold.warm()  # nothing exported under this cache yet: a first run exports in the foreground
+    assert cold._warming is None
+    warmed = Embedder(embedder.fp32_file.parent)
+    warmed.warm()
+    assert warmed._warming is not None
+    assert np.abs(warmed.encode(["optimal transport for CLIP"]) - expected).max() < 1e-6
+
+
+def test_importing_the_library_leaves_chromadb_for_the_store_to_import():
+    """A search loads the embedder while chromadb imports (rag/index.py, Index.store):
+    an import of chromadb at the top of a module the CLI imports first would undo it."""
+    import subprocess
+    import sys
+
+    code = "import sys, rag.cli, rag.index, rag.answer; print('chromadb' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"

@@ -224,6 +224,21 @@ def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing(
     assert "WidgetNet" in compare.to_csv([row], {"w": "widgetnet2024"}).splitlines()[1]
 
 
+def test_a_cell_that_leans_on_the_sentence_before_it_brings_that_sentence():
+    from rag import compare
+    from rag.records import Entry, Source
+
+    sents = ["Learning with expert advice and multi-armed bandit are two classic online decision problems.",
+             "We study a family of problems interpolating the two.",
+             "We propose GroupBandit, an algorithm that pulls one arm per group.",
+             "GroupBandit attains regret 12% below the best baseline on synthetic instances."]
+    e = Entry(id="g", label="GroupBandit", text=" ".join(sents), source=Source("g.jsonl", 1))
+    row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+    assert row.sources["problem"] == 1
+    assert row.cells["problem"] == f"{sents[0]} {sents[1]}"
+    assert row.cells["approach"] == sents[2]  # stands alone: nothing added
+
+
 def test_research_table_cells_play_their_part_in_a_real_abstract(answerer, seeded_index):
     """BiLLM's row, with the real judge and tagger: the problem is the gap it takes
     on, not the sentence that answers it; the result carries its figure; the data,

@@ -412,8 +412,11 @@ class Answerer:
             # the items: each answers its part.
             # A kind of data the abstracts never touch stands: the judge reads
             # "watermarks in AI-generated images" as answered by a paper on LLM text.
+            # Unless it is a kind of data none of the abstracts touches: "RAG for
+            # source code" of three RAG papers on text.
             if q.survey and (len(kept) > 1 or all(_listed(t, q.text) for t in absent)):
-                absent = []
+                unseen = set(_unseen_kinds(q.text, _reported([h.entry for h, _ in kept])))
+                absent = [t for t in absent if unseen & set(t.split())]
             elif how != "kind" and read[kept[0][0].entry.id].answers >= NOT_REPORTED_VETO:
                 unseen = set(_unseen_kinds(q.text, _reported([h.entry for h, _ in kept])))
                 absent = [t for t in absent if unseen & set(t.split())]
@@ -434,7 +437,13 @@ class Answerer:
             # read a theory paper at 0.95 as MoMo was; retrieval put MoMo at 0.85,
             # the other at 0.02).
             near = max(zip(pool, readings), key=lambda hr: (hr[1].about >= ABOUT, hr[0].score), default=None)
-            if kept:
+            if q.survey and len(kept) > 1:
+                names = [f"{strip_control(h.entry.name)[0]} [{num(h.entry)}]" for h, _ in kept]
+                for h, _ in kept:
+                    ans.cited[num(h.entry)] = h.entry
+                emit(Sentence(f"The abstracts of {_join(names, 'and')} do not {_gap(absent, how)}",
+                              sorted(ans.cited), "verified"))
+            elif kept:
                 gap(kept[0][0].entry, _gap(absent, how))
             elif near and near[1].about >= ABOUT and not q.survey:
                 gap(near[0].entry, self._missing(q, near[0].entry))
@@ -898,6 +907,9 @@ _FAMILIES = (
     ("protein proteins", "amino residue residues enzyme enzymes antibody antibodies peptide peptides"),
     ("medical clinical", "patient patients health healthcare disease diseases hospital diagnosis"),
     ("weather climate", "atmospheric atmosphere precipitation meteorological"),
+    ("language languages text textual", "word words sentence sentences token tokens document documents "
+     "corpus corpora linguistic llm llms lm lms nlp translation"),
+    ("code", "program programs programming software repository repositories compiler"),
 )
 _MODALITY = {w: set(a.split() + b.split()) for a, b in _FAMILIES for w in a.split()}
 
@@ -937,10 +949,13 @@ def _unseen_kinds(question: str, text: str) -> list[str]:
     have = {p for w in words(text) for p in w.split("-")}
     named = [(w, [k for k in w.lower().split("-") if k in _MODALITY]) for w in tokens(question)]
     named = [(w, kinds) for w, kinds in named if kinds]
-    unseen = [w for w, kinds in named if not any(have & _MODALITY[k] for k in kinds)]
+    # "text-to-image" names two kinds, and a paper on text alone does not answer it.
+    unseen = [w for w, kinds in named if not all(have & _MODALITY[k] for k in kinds)]
     if not unseen or len(unseen) < len(named):
         return []
-    listed = any(re.search(rf",\s*{re.escape(w)}\b|\b{re.escape(w)}\s*,", question) for w in unseen)
+    # A comma before "such as" or "e.g." opens an example, not a list.
+    listed = any(re.search(rf",\s*{re.escape(w)}\b|\b{re.escape(w)}\s*,(?!\s*(?:such as|e\.g\.|i\.e\.|like|"
+                           rf"including|for example|especially|in particular)\b)", question) for w in unseen)
     kind = "|".join(map(re.escape, unseen))
     alternatives = [set(tokens(m.group(1) or m.group(2))) for m in re.finditer(
         rf"([\w-]+(?:\s+[\w-]+)?)\s+or\s+(?:{kind})\b|\b(?:{kind})\s+or\s+(?!other\b)([\w-]+(?:\s+[\w-]+)?)",

@@ -47,11 +47,19 @@ def missing_terms(text: str, source: str) -> list[str]:
             return bool(re.search(rf"(?<![\d.,]){re.escape(t)}(?![\d]|[.,]\d)", low))
         scaled = _SCALED.fullmatch(t)
         return (_norm(t) in have or t.lower() in low or _spelled_out(t, initials)
+                or any(w in low for w in _LOOSE.get(_norm(t), ()))
                 or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-")))
                 or bool(scaled and re.search(rf"(?<![\d.]){re.escape(scaled.group(1))}[\s-]"
                                              rf"{_SCALES[scaled.group(2).lower()]}\b", low)))
 
     return sorted(t for t in specific_terms(text) if not present(MODIFIER.sub("", t)))
+
+
+# A field's acronym is there when the source names the field in looser words: an
+# abstract on "an instruction-following language model" speaks of an LLM.
+_LOOSE = {"llm": ("language model",), "lm": ("language model",), "mllm": ("multimodal", "multi-modal"),
+          "vlm": ("vision-language", "vision language"), "gnn": ("graph neural",),
+          "rl": ("reinforcement learning",), "drl": ("reinforcement learning",), "nlp": ("natural language",)}
 
 
 def names(text: str) -> set[str]:

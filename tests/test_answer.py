@@ -181,6 +181,8 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert missing_terms("deep RL with LLMs on a GPU", "deep reinforcement learning with large "
                          "language models") == ["GPU"]
     assert missing_terms("RL", "robust training of the learner") == ["RL"]
+    # A field's acronym is there in looser words: an LLM is "a language model".
+    assert missing_terms("an LLM", "an instruction-following language model") == []
     assert missing_terms("4 bits, 1.08 bits, 30%, 2", "8.41 perplexity, 1.08-bit, 30% of 2,000") == ["2", "4"]
 
 
@@ -402,6 +404,13 @@ def test_a_kind_of_data_no_abstract_touches_is_not_answered(answer_with):
      ["speech", "text-to-speech"]),
     ("Is there guidance for speech or other audio generation?", "text generation", ["speech", "audio"]),
     ("Which papers generate videos with diffusion models?", "time series diffusion", ["videos"]),
+    # Both kinds of a compound must be touched: a paper on text does not answer it.
+    ("Has anyone quantized text-to-image diffusion models to 4-bit weights?",
+     "4-bit quantization of large language models", ["text-to-image"]),
+    ("Which papers fine-tune language models?", "we adapt an instruction-following LLM", []),
+    # A comma before "such as" opens an example, not a list of alternatives.
+    ("Is there retrieval-augmented generation for source code, such as code completion?",
+     "retrieval for open-domain question answering", ["code", "code"]),
 ])
 def test_a_kind_of_data_among_alternatives_is_no_gap(question, text, gap):
     # Each paper answers its part of "X or Y"; not when every part is the kind unseen.

@@ -170,6 +170,7 @@ class LexicalIndex:
         self.ids = _Ids(ids)
         self.row_of = _RowOf(sorted_ids, rows)
         self._vocab = _Strings(vocab_bytes, vocab_offsets)
+        self._found: dict[str, int] = {}
         self._max_idf = math.log(1 + (max(n, 1) + 0.5) / 0.5)
 
     # -- building and caching -----------------------------------------------------
@@ -243,7 +244,15 @@ class LexicalIndex:
 
     # -- reading --------------------------------------------------------------------
     def _term_id(self, term: str) -> int:
-        return self._vocab.find(term)
+        # A search looks up each of its terms several times (scores, idf, coverage),
+        # each a bisection that decodes ~17 memory-mapped strings: 5 of 34 ms of a
+        # warm search at 10k entries. Kept per index, capped for a long-lived server.
+        found = self._found.get(term)
+        if found is None:
+            if len(self._found) > 100_000:
+                self._found.clear()
+            found = self._found[term] = self._vocab.find(term)
+        return found
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every entry (row order of ``ids``)."""

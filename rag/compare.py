@@ -269,9 +269,10 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
         cells["result"] = finding(sentences[sources["result"]])
     for col in ("problem", "approach", "result"):
         # "We study a family of problems interpolating the two." says nothing without
-        # the sentence it leans on, which no other cell quotes.
+        # the sentence it leans on, which no other cell quotes; "To bridge this gap, we
+        # propose X" leans no more once cut() has dropped its opener.
         i = sources.get(col, 0)
-        if i and ANAPHORA.search(sentences[i]) and i - 1 not in taken:
+        if i and ANAPHORA.search(cells[col]) and i - 1 not in taken:
             cells[col] = f"{cut(sentences[i - 1], CONTEXT_WORDS)} {cells[col]}"
     if sources.get("setting") in taken:  # the same sentence twice says nothing new
         shared = sentences[sources["setting"]]

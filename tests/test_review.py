@@ -237,6 +237,15 @@ def test_a_cell_that_leans_on_the_sentence_before_it_brings_that_sentence():
     assert row.sources["problem"] == 1
     assert row.cells["problem"] == f"{sents[0]} {sents[1]}"
     assert row.cells["approach"] == sents[2]  # stands alone: nothing added
+    # Leaning words in an opener that cut() drops do not bring the sentence before.
+    sents = ["Bandit methods with grouped arms are widely used in online advertising and recommendation.",
+             "Existing algorithms ignore the group structure, so their regret grows with the number of arms.",
+             "As a consequence, they are slow in practice.",
+             "To bridge this gap, we propose GroupBandit, an algorithm that pulls one arm per group.",
+             "GroupBandit attains regret 12% below the best baseline on synthetic instances."]
+    row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+    assert row.sources["approach"] == 3 and 2 not in row.sources.values()
+    assert row.cells["approach"] == "We propose GroupBandit, an algorithm that pulls one arm per group."
 
 
 def test_research_table_cells_play_their_part_in_a_real_abstract(answerer, seeded_index):

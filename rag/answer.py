@@ -657,6 +657,15 @@ class Answerer:
             # "we prove full sequence convergence ...", not only "We show that adaptive
             # proximal gradient methods ..."), in the abstract's order.
             best = next((i for i in ranked if i in alone and role[i] != "background"), None)
+            # The sentence that holds what the question names (a metric, a dataset:
+            # "Which papers report FID results on CIFAR-10?") answers it in so many
+            # words, wherever the judge ranks it.
+            named = {t.lower() for t in q.specifics if t not in GENERIC and not t[0].isdigit()}
+            holds = {i: sum(t in sents[i].lower() for t in named) for i in alone}
+            if q.survey and named and max(holds.values(), default=0):
+                best = max(ranked, key=lambda i: holds.get(i, 0))
+                if best not in picked:
+                    return sorted(picked + [best])
             if q.survey and best is not None and best not in picked and fit[best] >= ANSWERING:
                 return sorted(picked + [best])
         elif _WHICH_NAME.search(q.text) or _NAMED_KIND.search(q.text):

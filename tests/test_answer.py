@@ -423,6 +423,15 @@ def test_a_paper_in_a_which_papers_answer_is_not_quoted_by_a_sentence_that_leans
     assert len(quoted) >= 3 and not [t for t in quoted if "interpolating the two" in t]
 
 
+def test_a_which_papers_answer_quotes_where_each_paper_gives_what_the_question_names(answer_with):
+    # "ImageNet": MoMo's and Sparse-IFT's ImageNet sentences, which the judge ranked low.
+    ans, _ = answer_with("Which papers report ImageNet results, and for what?", "Nothing.")
+    for n, entry in ans.cited.items():
+        quoted = [st.text for st in ans.sentences if st.status == "quoted" and st.cites == [n]]
+        if "ImageNet" in entry.text:
+            assert any("ImageNet" in t for t in quoted), entry.label
+
+
 def test_one_paper_found_for_which_papers_is_told_as_a_single_paper_answer(answer_with):
     ans, _ = answer_with("Which papers study stealing watermarks from LLM APIs?", "Nothing.")
     assert list(ans.cited.values())[0].label == "watermark stealing" and len(ans.cited) == 1

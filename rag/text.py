@@ -118,7 +118,8 @@ def content_words(text: str) -> list[str]:
 # Numbers ("1.08", "30%", "7B"), acronyms ("LLM", "PDEs") and CamelCase or mixed
 # names ("BiLLM", "AnyTool", "GPT-4"): the things a small model invents.
 _SPECIFIC = re.compile(
-    r"\b\d+(?:[.,]\d+)*(?:%|x|×|[kKmMbB]\b)?"          # numbers, sizes
+    r"\b\d+[x×]\d+\b"                                  # resolutions: 256x256
+    r"|\b\d+(?:[.,]\d+)*(?:%|x|×|[kKmMbB]\b)?"         # numbers, sizes
     r"|\b[A-Za-z]*[A-Z][a-z]*[A-Z][A-Za-z0-9\-]*\b"     # CamelCase and acronyms
     r"|\b[A-Z]{2,}[a-z]?s?\b"                          # acronyms with plural
     r"|\b[A-Za-z]+-?\d+[A-Za-z0-9]*\b"                # C4, L2, GPT-4, ResNet50

@@ -178,7 +178,9 @@ class Answer:
         }
 
 
-_CLEAN = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]|\*\*|^(?:answer|response)\s*:\s*", re.I | re.M)
+# Citations the model wrote, bold marks, an "Answer:" label, and markup tags it
+# sometimes emits ("<blocked>The authors overcome ..." passed the check on corpus12).
+_CLEAN = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]|\*\*|^(?:answer|response)\s*:\s*|</?[A-Za-z][\w-]*>", re.I | re.M)
 
 
 _PREAMBLE = re.compile(r"^(?:the )?answer(?: to (?:this|the) question)?(?: is)?(?:\s*:|\s+that\b)\s*", re.I)

@@ -75,6 +75,8 @@ def test_empty_shell_and_question_restatement_are_not_answers(answer_with):
 def test_model_written_citation_markers_are_removed():
     assert clean("BiLLM binarizes weights with residual approximation [7]. [2, 3] More text is written here now.") == [
         "BiLLM binarizes weights with residual approximation.", "More text is written here now."]
+    assert clean("<blocked>The authors develop COMBO, a model-based offline RL algorithm.</s>") == [
+        "The authors develop COMBO, a model-based offline RL algorithm."]
 
 
 def test_headings_loops_and_open_quotes_are_not_statements():

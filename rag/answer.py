@@ -767,7 +767,7 @@ class Answerer:
             for i, vec in zip(picked, vecs):
                 # Verbatim, unless far longer than a sentence should be: then the
                 # clauses that answer the question, "…" where some were left out.
-                text = compare.excerpt(sents[i], q.text, QUOTE_WORDS)
+                text = compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=bool(_QUANTITY.search(q.text)))
                 add(text, vec, "quoted")
         if not (q.overview or q.survey):
             return out  # the answer to the question first

@@ -114,12 +114,14 @@ def cut(sentence: str, most: int = MAX_WORDS) -> str:
     return (head[:at] if at > len(head) // 3 else head).rstrip(",;: ") + " …"
 
 
-def excerpt(sentence: str, question: str, most: int = MAX_WORDS) -> str:
+def excerpt(sentence: str, question: str, most: int = MAX_WORDS, figures: bool = False) -> str:
     """A sentence longer than ``most`` words cut to the clauses that answer the
     question: the run of clauses (cut at , ; :) holding most of the question's content
     words, then a second run where words remain and it holds more of them, and the
     sentence's opening clause where it fits (it names the subject); in source order,
-    "…" where words were left out. ``cut`` where no clause holds a question word."""
+    "…" where words were left out. ``cut`` where no clause holds a question word.
+    With ``figures`` (the question asks "how much"), a figure counts as a word asked
+    for: "How much does that help?" keeps "from 17.7% to 78.7%"."""
     ws = sentence.split()
     if len(ws) <= most:
         return sentence
@@ -128,8 +130,9 @@ def excerpt(sentence: str, question: str, most: int = MAX_WORDS) -> str:
     def stems(text: str) -> set[str]:
         return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
 
-    asked = stems(question)
-    found = [stems(" ".join(c)) & asked for c in clauses]
+    asked = stems(question) | ({"#figure"} if figures else set())
+    found = [(stems(" ".join(c)) | ({"#figure"} if FIGURE.search(" ".join(c)) else set())) & asked
+             for c in clauses]
     if not any(found):
         return cut(sentence, most)
     chosen: set[int] = set()

@@ -698,8 +698,14 @@ class Answerer:
             lead = ([i for i in figured if counted and counted.search(sents[i])] or figured)[:1]
             picked = lead + [i for i in picked if i not in lead][:most - len(lead)]
         # A sentence that leans on the ones before ("The first is to align ...", "It
-        # achieves ...") is quoted after them, back to one that stands alone.
-        return list(dict.fromkeys(j for i in picked[:most] for j in _context(sents, i) + [i]))
+        # achieves ...") is quoted after them, back to one that stands alone; past the
+        # first pick, not one that goes on from background without the authors
+        # speaking ("As a consequence, the fine-tuning performance is suboptimal.",
+        # quoted after "we propose AdaLoRA", read as AdaLoRA's own result).
+        role = self.roles(entry)
+        picked = [i for n, i in enumerate(picked[:most]) if not n or not (
+            _LEANS.search(sents[i]) and i and role[i - 1] == "background" and not _WE.search(sents[i]))]
+        return list(dict.fromkeys(j for i in picked for j in _context(sents, i) + [i]))
 
     def evidence(self, entry: Entry, n: int, q: Query, quotes: int,
                  on_token: Callable[[str], None] | None = None,
@@ -796,8 +802,10 @@ _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 
 # A sentence that points back at what the one before said.
 _LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b"
-                    r"|^(?:These|Those|They|It|Both|Such|The (?:first|second|third|former|latter))\b")
+                    r"|^(?:These|Those|They|It|Both|Such|The (?:first|second|third|former|latter)"
+                    r"|As a consequence|Consequently)\b")
 _OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")
+_WE = re.compile(r"\b(?:we|our)\b", re.I)
 
 
 def _context(sents: list[str], i: int, most: int = 2) -> list[int]:

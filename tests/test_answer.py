@@ -434,6 +434,15 @@ def test_a_which_papers_answer_quotes_where_each_paper_gives_what_the_question_n
             assert any("ImageNet" in t for t in quoted), entry.label
 
 
+def test_a_quote_that_goes_on_from_the_sentence_before_comes_after_it(answer_with):
+    # "As a consequence, clawNOs are compliant with ..." follows "ClawNOs are built with ...".
+    ans, _ = answer_with("How do clawNOs make neural operators automatically respect conservation laws like "
+                         "mass conservation?", "Nothing.")
+    quoted = [st.text for st in ans.sentences if st.status == "quoted"]
+    after = next(i for i, t in enumerate(quoted) if t.startswith("As a consequence"))
+    assert after and quoted[after - 1].startswith("ClawNOs are built")
+
+
 def test_one_paper_found_for_which_papers_is_told_as_a_single_paper_answer(answer_with):
     ans, _ = answer_with("Which papers study stealing watermarks from LLM APIs?", "Nothing.")
     assert list(ans.cited.values())[0].label == "watermark stealing" and len(ans.cited) == 1

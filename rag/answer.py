@@ -931,6 +931,9 @@ _FAMILIES = (
     ("code", "program programs programming software repository repositories compiler"),
 )
 _MODALITY = {w: set(a.split() + b.split()) for a, b in _FAMILIES for w in a.split()}
+_ARTIFACT = re.compile(r"\b(?:their|its|the|our|your|this paper's|the authors')\s+code\b"
+                       r"|\bcode\s+(?:is\s+|was\s+)?(?:public|publicly|available|released|release|open|link)"
+                       r"|\b(?:release[sd]?|releasing|share[sd]?|publish(?:es|ed)?)\s+(?:\w+\s+)?code\b", re.I)
 
 
 def _asking(question: str) -> str:
@@ -966,6 +969,8 @@ def _unseen_kinds(question: str, text: str) -> list[str]:
     other audio") or gives it as one of alternatives not all of this kind ("fluid
     flow or weather"; not "speech recognition or text-to-speech")."""
     have = {p for w in words(text) for p in w.split("-")}
+    # "Is their code public?" asks for a link, not about code as data.
+    question = _ARTIFACT.sub(" ", question)
     named = [(w, [k for k in w.lower().split("-") if k in _MODALITY]) for w in tokens(question)]
     named = [(w, kinds) for w, kinds in named if kinds]
     # "text-to-image" names two kinds, and a paper on text alone does not answer it.

@@ -413,6 +413,9 @@ def test_a_kind_of_data_no_abstract_touches_is_not_answered(answer_with):
     # A comma before "such as" opens an example, not a list of alternatives.
     ("Is there retrieval-augmented generation for source code, such as code completion?",
      "retrieval for open-domain question answering", ["code", "code"]),
+    # Code as the paper's artifact is asked for as a link, not as data.
+    ("Is their code public?", "retrieval for open-domain question answering", []),
+    ("Which papers release their code?", "retrieval for open-domain question answering", []),
 ])
 def test_a_kind_of_data_among_alternatives_is_no_gap(question, text, gap):
     # Each paper answers its part of "X or Y"; not when every part is the kind unseen.

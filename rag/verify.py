@@ -48,6 +48,7 @@ def missing_terms(text: str, source: str) -> list[str]:
         scaled = _SCALED.fullmatch(t)
         return (_norm(t) in have or t.lower() in low or _spelled_out(t, initials)
                 or any(w in low for w in _LOOSE.get(_norm(t), ()))
+                or _title_acronym(t, source)
                 or ("-" in t and all(p.isalpha() and _norm(p) in vocab for p in t.lower().split("-")))
                 or bool(scaled and re.search(rf"(?<![\d.]){re.escape(scaled.group(1))}[\s-]"
                                              rf"{_SCALES[scaled.group(2).lower()]}\b", low)))
@@ -60,6 +61,32 @@ def missing_terms(text: str, source: str) -> list[str]:
 _LOOSE = {"llm": ("language model",), "lm": ("language model",), "mllm": ("multimodal", "multi-modal"),
           "vlm": ("vision-language", "vision language"), "gnn": ("graph neural",),
           "rl": ("reinforcement learning",), "drl": ("reinforcement learning",), "nlp": ("natural language",)}
+
+
+# A run of capitalised words, small words between them: a title ("Elucidating the
+# Design Space of Diffusion-Based Generative Models").
+_TITLE_RUN = re.compile(r"[A-Z][\w-]*(?:\s+(?:(?:of|the|a|an|for|in|on|with|and|to|via)\s+)*[A-Z][\w-]*){2,}")
+
+
+def _title_acronym(term: str, source: str) -> bool:
+    """Whether ``term`` is an acronym a reader makes from a title in ``source``: its
+    letters are initials of the title's words in order, the first and last words'
+    among them ("EDM" for "Elucidating the Design Space of Diffusion-Based Generative
+    Models"), where the source never writes it."""
+    m = _ACRONYM.fullmatch(term)
+    if not m or len(m.group(1)) < 3:
+        return False
+    letters = m.group(1).lower()
+    for run in _TITLE_RUN.finditer(source):
+        initials = "".join(p[0].lower() for w in run.group(0).split() if w[0].isupper() for p in w.split("-") if p)
+        if initials[0] == letters[0] and initials[-1] == letters[-1] and _subsequence(letters[1:-1], initials[1:-1]):
+            return True
+    return False
+
+
+def _subsequence(short: str, long: str) -> bool:
+    it = iter(long)
+    return all(c in it for c in short)
 
 
 def names(text: str) -> set[str]:

@@ -185,6 +185,11 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert missing_terms("RL", "robust training of the learner") == ["RL"]
     # A field's acronym is there in looser words: an LLM is "a language model".
     assert missing_terms("an LLM", "an instruction-following language model") == []
+    # An acronym a reader makes from a title: its first and last words' initials and
+    # others in order ("the EDM paper"), not another ("SDM").
+    title = "Elucidating the Design Space of Diffusion-Based Generative Models. We argue that ..."
+    assert missing_terms("the EDM design space paper", title) == []
+    assert missing_terms("What does SDM report?", title) == ["SDM"]
     assert missing_terms("4 bits, 1.08 bits, 30%, 2", "8.41 perplexity, 1.08-bit, 30% of 2,000") == ["2", "4"]
 
 

@@ -186,16 +186,23 @@ def test_cli_review_refuses_an_unwritable_output_before_it_starts(tmp_path):
     assert not (tmp_path / "never-made").exists()  # nothing was indexed or generated
 
 
-def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing():
+def _table_row(label: str, sents: list[str]):
+    """The research-table row of an abstract of ``sents``, read by roles and words alone."""
     from rag import compare
     from rag.records import Entry, Source
+
+    e = Entry(id=label.lower(), label=label, text=" ".join(sents), source=Source("t.jsonl", 1))
+    return compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+
+
+def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing():
+    from rag import compare
 
     sents = ["While recent work has seen a surge of interest in widgets, little is known.",
              "We study the problem of widget alignment under noise.",
              "We propose WidgetNet, a method based on contrastive pairs.",
              "WidgetNet improves accuracy by 12% over the best baseline."]
-    e = Entry(id="w", label="WidgetNet", text=" ".join(sents), source=Source("w.jsonl", 1))
-    row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+    row = _table_row("WidgetNet", sents)
     assert row.cells == {"problem": sents[1], "approach": sents[2], "result": sents[3],
                          "setting": compare.NO_DATA}
     table = compare.markdown([row], lambda entry: "[1]")
@@ -234,19 +241,15 @@ def test_research_table_quotes_one_sentence_per_column_and_says_what_is_missing(
     # A cell is read alone: no opener that leans on the sentence before it.
     assert compare.cut("To address above two challenges, this work proposes X.") == "This work proposes X."
     assert compare.cut("To address the issue of cost, we do Y.") == "To address the issue of cost, we do Y."
-    assert "WidgetNet" in compare.to_csv([row], {"w": "widgetnet2024"}).splitlines()[1]
+    assert "WidgetNet" in compare.to_csv([row], {"widgetnet": "widgetnet2024"}).splitlines()[1]
 
 
 def test_a_cell_that_leans_on_the_sentence_before_it_brings_that_sentence():
-    from rag import compare
-    from rag.records import Entry, Source
-
     sents = ["Learning with expert advice and multi-armed bandit are two classic online decision problems.",
              "We study a family of problems interpolating the two.",
              "We propose GroupBandit, an algorithm that pulls one arm per group.",
              "GroupBandit attains regret 12% below the best baseline on synthetic instances."]
-    e = Entry(id="g", label="GroupBandit", text=" ".join(sents), source=Source("g.jsonl", 1))
-    row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+    row = _table_row("GroupBandit", sents)
     assert row.sources["problem"] == 1
     assert row.cells["problem"] == f"{sents[0]} {sents[1]}"
     assert row.cells["approach"] == sents[2]  # stands alone: nothing added
@@ -256,7 +259,7 @@ def test_a_cell_that_leans_on_the_sentence_before_it_brings_that_sentence():
              "As a consequence, they are slow in practice.",
              "To bridge this gap, we propose GroupBandit, an algorithm that pulls one arm per group.",
              "GroupBandit attains regret 12% below the best baseline on synthetic instances."]
-    row = compare.row(e, sents, lambda q, entry: [0.0] * len(sents))
+    row = _table_row("GroupBandit", sents)
     assert row.sources["approach"] == 3 and 2 not in row.sources.values()
     assert row.cells["approach"] == "We propose GroupBandit, an algorithm that pulls one arm per group."
 

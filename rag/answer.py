@@ -412,23 +412,24 @@ class Answerer:
             # Nor is a term a list question names among others ("proteins, docking,
             # RNA?") a gap when several entries answer it, or one answers another of
             # the items: each answers its part.
-            # A kind of data the abstracts never touch stands: the judge reads
-            # "watermarks in AI-generated images" as answered by a paper on LLM text.
-            # Unless it is a kind of data none of the abstracts touches: "RAG for
-            # source code" of three RAG papers on text.
-            if q.survey and (len(kept) > 1 or all(_listed(t, q.text) for t in absent)):
-                unseen = set(_unseen_kinds(q.text, _reported([h.entry for h, _ in kept])))
-                absent = [t for t in absent if unseen & set(t.split())]
-            elif how != "kind" and read[kept[0][0].entry.id].answers >= NOT_REPORTED_VETO:
+            # In both cases a kind of data the abstracts never touch stands: the judge
+            # reads "watermarks in AI-generated images" as answered by a paper on LLM
+            # text, and "RAG for source code" names a gap in three RAG papers on text.
+            if (q.survey and (len(kept) > 1 or all(_listed(t, q.text) for t in absent))
+                    or how != "kind" and read[kept[0][0].entry.id].answers >= NOT_REPORTED_VETO):
                 unseen = set(_unseen_kinds(q.text, _reported([h.entry for h, _ in kept])))
                 absent = [t for t in absent if unseen & set(t.split())]
             # A question with a second ask ("What is X, and how much does it save?")
             # whose gap is only inferred gets what the abstracts answer, then the note.
             partial = bool(how) and bool(_COMPOUND.search(q.text))
 
-        def gap(entry: Entry, what: str) -> None:
+        def cite(entry: Entry) -> int:
             n = num(entry)
             ans.cited[n] = entry
+            return n
+
+        def gap(entry: Entry, what: str) -> None:
+            n = cite(entry)
             name = strip_control(entry.name)[0]
             emit(Sentence(f"The abstract of {name} does not {what}", [n], "verified"))
 
@@ -440,11 +441,9 @@ class Answerer:
             # the other at 0.02).
             near = max(zip(pool, readings), key=lambda hr: (hr[1].about >= ABOUT, hr[0].score), default=None)
             if q.survey and len(kept) > 1:
-                names = [f"{strip_control(h.entry.name)[0]} [{num(h.entry)}]" for h, _ in kept]
-                for h, _ in kept:
-                    ans.cited[num(h.entry)] = h.entry
-                emit(Sentence(f"The abstracts of {_join(names, 'and')} do not {_gap(absent, how)}",
-                              sorted(ans.cited), "verified"))
+                ns = [cite(h.entry) for h, _ in kept]
+                names = [f"{strip_control(h.entry.name)[0]} [{n}]" for (h, _), n in zip(kept, ns)]
+                emit(Sentence(f"The abstracts of {_join(names, 'and')} do not {_gap(absent, how)}", ns, "verified"))
             elif kept:
                 gap(kept[0][0].entry, _gap(absent, how))
             elif near and near[1].about >= ABOUT and not q.survey:
@@ -476,10 +475,9 @@ class Answerer:
             # found is named first only when it is not a sure match (a weak one has
             # the caution).
             if q.survey and not only and (len(kept) > 1 or not weak and kept[0][1] < SURE):
-                for h, _ in kept:
-                    ans.cited[num(h.entry)] = h.entry
-                emit(Sentence(_lead([(f"{strip_control(h.entry.label)[0]} [{num(h.entry)}]", p)
-                                     for h, p in kept], weak), [num(h.entry) for h, _ in kept], "lead"))
+                ns = [cite(h.entry) for h, _ in kept]
+                emit(Sentence(_lead([(f"{strip_control(h.entry.label)[0]} [{n}]", p)
+                                     for (h, p), n in zip(kept, ns)], weak), ns, "lead"))
             try:
                 # One paper found for "Which papers ...?" is told as a single-paper
                 # answer is, not in the one sentence a paper gets beside others.
@@ -635,7 +633,7 @@ class Answerer:
         if most <= 0:
             return []
         picked: list[int] = []
-        sents, fit = self.sentences(entry), self.fit(q.text, entry)
+        sents, fit, role = self.sentences(entry), self.fit(q.text, entry), self.roles(entry)
         if q.overview and most > 1:
             # The research table's approach and result (rag/compare.py, by roles and
             # words): against a reader's cells on the seeds, 68% and 91% right, where
@@ -650,26 +648,25 @@ class Answerer:
             # ("We study a family of problems interpolating the two."): then the
             # first where the authors say what they did ("We prove tight minimax
             # regret bounds for m-MAB ...").
-            role = self.roles(entry)
             alone = [i for i in sorted(ranked) if not _LEANS.search(sents[i])]
             picked += ([i for i in alone if role[i] == "contribution"]
                        or [i for i in alone if role[i] != "background" and _OWN.match(sents[i])])[:1]
-            # ... and the sentence that answers what the question asks of the papers,
-            # when the judge reads one as doing so ("Which papers prove convergence?":
-            # "we prove full sequence convergence ...", not only "We show that adaptive
-            # proximal gradient methods ..."), in the abstract's order.
-            best = next((i for i in ranked if i in alone and role[i] != "background"), None)
-            # The sentence that holds what the question names (a metric, a dataset:
-            # "Which papers report FID results on CIFAR-10?") answers it in so many
-            # words, wherever the judge ranks it.
-            named = {t.lower() for t in q.specifics if t not in GENERIC and not t[0].isdigit()}
-            holds = {i: sum(t in sents[i].lower() for t in named) for i in alone}
-            if q.survey and named and max(holds.values(), default=0):
-                best = max(ranked, key=lambda i: holds.get(i, 0))
-                if best not in picked:
+            if q.survey:
+                # ... and the sentence that holds what the question names (a metric, a
+                # dataset: "Which papers report FID results on CIFAR-10?"), wherever
+                # the judge ranks it; else the one the judge reads as answering what
+                # the question asks of the papers ("Which papers prove convergence?":
+                # "we prove full sequence convergence ...", not only "We show that
+                # adaptive proximal gradient methods ..."); in the abstract's order.
+                named = {t.lower() for t in q.specifics if t not in GENERIC and not t[0].isdigit()}
+                holds = {i: sum(t in sents[i].lower() for t in named) for i in alone}
+                if max(holds.values(), default=0):
+                    best = max(ranked, key=lambda i: holds.get(i, 0))
+                else:
+                    best = next((i for i in ranked if i in alone and role[i] != "background"), None)
+                    best = best if best is not None and fit[best] >= ANSWERING else None
+                if best is not None and best not in picked:
                     return sorted(picked + [best])
-            if q.survey and best is not None and best not in picked and fit[best] >= ANSWERING:
-                return sorted(picked + [best])
         elif _WHICH_NAME.search(q.text) or _NAMED_KIND.search(q.text):
             # "Which environments ...?": the sentence that names what experiments ran
             # on answers it, wherever the judge ranks it ("analysis on Baird's
@@ -702,7 +699,6 @@ class Answerer:
         # first pick, not one that goes on from background without the authors
         # speaking ("As a consequence, the fine-tuning performance is suboptimal.",
         # quoted after "we propose AdaLoRA", read as AdaLoRA's own result).
-        role = self.roles(entry)
         picked = [i for n, i in enumerate(picked[:most]) if not n or not (
             _LEANS.search(sents[i]) and i and role[i - 1] == "background" and not _WE.search(sents[i]))]
         return list(dict.fromkeys(j for i in picked for j in _context(sents, i) + [i]))
@@ -770,11 +766,11 @@ class Answerer:
         picked = self.quotes(entry, q, ranked, max(quotes, 0 if out else 1))
         if picked:
             vecs = self.index.embedder.encode([sents[i] for i in picked])
+            figures = bool(_QUANTITY.search(q.text))
             for i, vec in zip(picked, vecs):
                 # Verbatim, unless far longer than a sentence should be: then the
                 # clauses that answer the question, "…" where some were left out.
-                text = compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=bool(_QUANTITY.search(q.text)))
-                add(text, vec, "quoted")
+                add(compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=figures), vec, "quoted")
         if not (q.overview or q.survey):
             return out  # the answer to the question first
         # About the paper as a whole: statements are the source's words, trimmed, and

@@ -835,8 +835,11 @@ _WHICH_NAME = re.compile(r"(?:^|[,;:]\s*|\b(?:and|or|on|in|for|with|by|to|from|a
                          r"[a-z]+s\s+(?:the|a|an|its|their|at|on|in|to|for|with))\b)?",
                          re.I)
 # "Which datasets ...", "what GPU ...": asks for things an abstract names next to
-# the word when it names them ("the MUTAG and PTC datasets", "an A100 GPU").
-_NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?(?:[\w()/-]+\s+){0,4}?"
+# the word when it names them ("the MUTAG and PTC datasets", "an A100 GPU"). Not
+# where the kind is what a verb is asked of ("What does the VIMA benchmark consist
+# of?" asks what is in it, not which benchmark).
+_NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?"
+                         r"(?:(?!(?:do|does|did)\b)[\w()/-]+\s+){0,4}?"
                          r"(?P<kind>datasets?|benchmarks?|GPUs?|hardware|accelerators?)\b", re.I)
 # "Which specific watermarking schemes did they break?": names of a kind the question
 # gives, wanted as names ("state-of-the-art schemes" is no answer).

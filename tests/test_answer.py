@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from rag.answer import Answerer, _phrases, _unseen_kinds, clean
+from rag.answer import _NAMED_KIND, Answerer, _phrases, _unseen_kinds, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -147,6 +147,19 @@ def test_asking_for_specific_names_of_a_kind_needs_names_not_a_description(answe
                              "break? I need the names.", "KGW and Unigram.")
     assert ans.refused and model.prompts == []
     assert ans.text.endswith("does not report which watermarking schemes [1].")
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("Which datasets does BiLLM evaluate on?", True),
+    ("What are the benchmark datasets?", True),
+    ("What GPU was used?", True),
+    # The kind is what the question asks about, not which one: corpus13's
+    # "What does the VIMA benchmark consist of?" got "does not report which benchmark".
+    ("What does the VIMA benchmark consist of?", False),
+    ("What did the new hardware change?", False),
+])
+def test_asking_which_of_a_kind_is_told_from_asking_about_one(question, asks):
+    assert bool(_NAMED_KIND.search(question)) is asks
 
 
 def test_a_figure_asked_for_is_looked_for_among_the_results(answer_with):

@@ -157,6 +157,9 @@ def main() -> None:
     ap.add_argument("--replay", type=float, default=None,
                     help="train on every search-question pair and this share of the others "
                          "(a second stage with --init that adds data/queries/)")
+    ap.add_argument("--search-repeat", type=int, default=1,
+                    help="with --replay: each answered search pair this many times (a search has two "
+                         "siblings, each read against two windows, so answered pairs are outnumbered 2:1)")
     ap.add_argument("--no-queries", action="store_true",
                     help="leave out data/queries/ (how the judges before it were trained)")
     ap.add_argument("--baseline", type=Path, default=None,
@@ -168,6 +171,7 @@ def main() -> None:
     train, val = build(load_records(), args.seed, queries=not args.no_queries)
     if args.replay is not None:
         new = [p for p in train if p.task.startswith(QUERY_TASKS)]
+        new += [p for p in new if p.task.startswith("q-search") and p.answers == 1] * (args.search_repeat - 1)
         old = [p for p in train if not p.task.startswith(QUERY_TASKS)]
         train = new + random.Random(args.seed).sample(old, int(args.replay * len(old)))
         random.Random(args.seed).shuffle(train)

@@ -118,11 +118,21 @@ def test_question_near_a_paper_that_no_entry_answers_is_declined(answer_with):
     assert "“images”" in ans.text
 
 
+def notice(ans) -> str:
+    """A declined answer's notice; what follows it may only be the cited abstract's
+    own sentences (the nearest it reports), quoted."""
+    rest = ans.sentences[1:]
+    assert all(s.status == "quoted" and s.cites == [1] and s.text in ans.cited[1].text for s in rest)
+    return ans.sentences[0].render()
+
+
 def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
     ans, model = answer_with("What perplexity does BiLLM reach on the C4 dataset?", "BiLLM reaches 5.1 on C4.")
     assert ans.refused and model.prompts == []
     assert ans.cited[1].label == "BiLLM"
-    assert ans.text == "The abstract of BiLLM does not mention “C4” [1]."
+    assert notice(ans) == "The abstract of BiLLM does not mention “C4” [1]."
+    # ... and what it reports nearest to that: a perplexity, on another model.
+    assert "8.41 perplexity on LLaMA2-70B" in ans.sentences[1].text
 
 
 def test_near_miss_number_is_matched_whole_and_named_with_its_unit(answer_with):
@@ -138,7 +148,7 @@ def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):
                              "Cerebras hardware?", "It is 3.")
     assert ans.refused and model.prompts == []
     assert "Sparse-IFT" in ans.cited[1].text
-    assert ans.text == "The abstract of Sparse-IFT does not mention “Cerebras” [1]."
+    assert notice(ans) == "The abstract of Sparse-IFT does not mention “Cerebras” [1]."
 
 
 def test_asking_for_specific_names_of_a_kind_needs_names_not_a_description(answer_with):
@@ -146,7 +156,7 @@ def test_asking_for_specific_names_of_a_kind_needs_names_not_a_description(answe
     ans, model = answer_with("Which specific watermarking schemes did the watermark stealing attack "
                              "break? I need the names.", "KGW and Unigram.")
     assert ans.refused and model.prompts == []
-    assert ans.text.endswith("does not report which watermarking schemes [1].")
+    assert notice(ans).endswith("does not report which watermarking schemes [1].")
 
 
 @pytest.mark.parametrize("question, asks", [
@@ -174,7 +184,7 @@ def test_a_figure_asked_for_is_looked_for_among_the_results(answer_with):
 
 def test_a_guessed_gap_names_what_was_asked_up_to_its_verb(answer_with):
     ans, _ = answer_with("Which MIP solver did the pipeline-parallelism lower-bound paper use?", "Gurobi.")
-    assert ans.refused and ans.text.endswith("does not report which MIP solver [1].")
+    assert ans.refused and notice(ans).endswith("does not report which MIP solver [1].")
 
 
 def test_missing_terms_are_named_as_the_question_writes_them():
@@ -211,7 +221,7 @@ def test_asking_which_datasets_needs_them_named_where_the_abstract_mentions_them
     ans, model = answer_with("Which two real-world datasets were used to validate the theory of "
                              "backdoor poisoning attacks on two-layer CNNs?", "MNIST and CIFAR-10.")
     assert ans.refused and model.prompts == []
-    assert ans.text.endswith("does not report which datasets were used [1].")
+    assert notice(ans).endswith("does not report which datasets were used [1].")
     # "... on the designed benchmark datasets including apo-dock and cross-dock"
     named, model = answer_with("On which benchmark datasets is Re-Dock evaluated?", "Apo-dock.")
     assert not named.refused and model.prompts

@@ -567,9 +567,14 @@ class Answerer:
 
     def _missing(self, q: Query, entry: Entry) -> str:
         """What a near miss asks that the abstract lacks: the names and figures the
-        question gives that it does not, else what the question asks for."""
+        question gives that it does not, else the figure it asks for ("How many
+        random features ...?"), else what the question asks for."""
         absent = _named_absent(q.text, [entry])
-        return _gap(absent, "") if absent else "report what the question asks for"
+        if absent:
+            return _gap(absent, "")
+        quantity = _QUANTITY.search(_asking(q.text))
+        return f"report the {quantity.group('what') or 'figure'} asked for" if quantity else \
+            "report what the question asks for"
 
     def _budget(self, name: str, values: dict[str, str]) -> int:
         """Tokens of abstract text one call may carry: the per-call budget, within

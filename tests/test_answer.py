@@ -135,6 +135,13 @@ def test_near_miss_says_the_abstract_does_not_report_it(answer_with):
     assert "8.41 perplexity on LLaMA2-70B" in ans.sentences[1].text
 
 
+def test_near_miss_after_a_figure_names_the_figure_and_quotes_the_nearest_result(answer_with):
+    ans, model = answer_with("How many calibration samples does BiLLM use?", "It uses 128.")
+    assert ans.refused and model.prompts == []
+    assert notice(ans) == "The abstract of BiLLM does not report the figure asked for [1]."
+    assert "8.41 perplexity" in ans.sentences[1].text
+
+
 def test_near_miss_number_is_matched_whole_and_named_with_its_unit(answer_with):
     # The BiLLM abstract has "8.41" and "1.08-bit" but no 4 on its own.
     ans, model = answer_with("How are large language models quantized to 4 bits?", "With BiLLM.")

@@ -428,27 +428,16 @@ class Answerer:
             ans.cited[n] = entry
             return n
 
-        def gap(entry: Entry, what: str) -> None:
+        def gap(entry: Entry, what: str, nearest: bool = False) -> None:
             n = cite(entry)
             name = strip_control(entry.name)[0]
             emit(Sentence(f"The abstract of {name} does not {what}", [n], "verified"))
-            # A near miss on the paper asked about gets what it does report closest to
-            # the question ("80.1% top-1 in linear evaluation" when k-NN accuracy is
-            # asked): the nearby detail a researcher looks for next, and the evidence
-            # to see through a notice the judge got wrong (corpus13: "What happened
-            # when EQTransformer was run on ... Tottori ...?" read as not answered).
-            # Not after a kind of data the abstract never touches: that paper is
-            # near the topic, not about it.
-            if (not q.survey and read.get(entry.id) and read[entry.id].about >= ABOUT
-                    and not _unseen_kinds(q.text, _reported([entry]))):
-                sents, role = self.sentences(entry), self.roles(entry)
-                ranked = self.relevant(entry, q, self.fit(q.text, entry))
-                # After a figure, the best result that gives one (the judge ranked
-                # "for more than 50 years" of background first for a median GDT).
-                figured = [i for i in ranked if role[i] == "result" and _FIGURE.search(sents[i])]
-                best = (figured if _QUANTITY.search(q.text) else [])[:1] or ranked[:1]
-                for i in best:
-                    emit(Sentence(compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=True), [n], "quoted"))
+            # A notice that stands alone on the paper asked about is followed by what
+            # the abstract reports closest to the question (not after an answer's
+            # own quotes, which it would repeat).
+            if nearest and not q.survey and read.get(entry.id) and read[entry.id].about >= ABOUT:
+                for text in self._nearest(entry, q):
+                    emit(Sentence(text, [n], "quoted"))
 
         if not kept or (absent and not partial):
             ans.refused = True
@@ -462,9 +451,9 @@ class Answerer:
                 names = [f"{strip_control(h.entry.name)[0]} [{n}]" for (h, _), n in zip(kept, ns)]
                 emit(Sentence(f"The abstracts of {_join(names, 'and')} do not {_gap(absent, how)}", ns, "verified"))
             elif kept:
-                gap(kept[0][0].entry, _gap(absent, how))
+                gap(kept[0][0].entry, _gap(absent, how), nearest=True)
             elif near and near[1].about >= ABOUT and not q.survey:
-                gap(near[0].entry, self._missing(q, near[0].entry))
+                gap(near[0].entry, self._missing(q, near[0].entry), nearest=True)
             else:
                 emit(Sentence("The collection does not cover this question; the closest entries "
                               "are listed below.", [], "uncited"))
@@ -551,7 +540,7 @@ class Answerer:
         # feeding mesh geometry ... cut the error": "by as much as 41%").
         results = [s for s, role in zip(sents, self.roles(kept[0].entry)) if role == "result"]
         if quantity and not any(_FIGURE.search(s) for s in near + results):
-            return [f"the {quantity.group('what') or 'figure'} asked for"], "guess"
+            return [_figure_asked(quantity)], "guess"
         # "Which LLM ...?" wants a name; the matching sentences must hold one
         # that the question does not already give.
         asked = {t.lower() for t in q.specifics}
@@ -573,8 +562,24 @@ class Answerer:
         if absent:
             return _gap(absent, "")
         quantity = _QUANTITY.search(_asking(q.text))
-        return f"report the {quantity.group('what') or 'figure'} asked for" if quantity else \
-            "report what the question asks for"
+        return _gap([_figure_asked(quantity)], "guess") if quantity else "report what the question asks for"
+
+    def _nearest(self, entry: Entry, q: Query) -> list[str]:
+        """What the abstract reports closest to a question it does not answer: the
+        nearby detail a researcher looks for next ("80.1% top-1 in linear evaluation"
+        when k-NN accuracy is asked), and the evidence to see through a notice the
+        judge got wrong (corpus13: "What happened when EQTransformer was run on ...
+        Tottori ...?" read as not answered). None after a kind of data the abstract
+        never touches: that paper is near the topic, not about it."""
+        if _unseen_kinds(q.text, _reported([entry])):
+            return []
+        sents, role = self.sentences(entry), self.roles(entry)
+        ranked = self.relevant(entry, q, self.fit(q.text, entry))
+        # After a figure, the best result that gives one (the judge ranked "for more
+        # than 50 years" of background first for a median GDT).
+        figured = [i for i in ranked if role[i] == "result" and _FIGURE.search(sents[i])]
+        best = (figured if _QUANTITY.search(q.text) else [])[:1] or ranked[:1]
+        return [compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=True) for i in best]
 
     def _budget(self, name: str, values: dict[str, str]) -> int:
         """Tokens of abstract text one call may carry: the per-call budget, within
@@ -1083,6 +1088,11 @@ def _lead(named: list[tuple[str, float]], weak: bool) -> str:
 
 def _join(terms: list[str], word: str = "or") -> str:
     return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + f" {word} " + terms[-1]
+
+
+def _figure_asked(quantity: re.Match) -> str:
+    """The figure a "how many" / "what ... rate" question asks for, as a notice names it."""
+    return f"the {quantity.group('what') or 'figure'} asked for"
 
 
 def _gap(absent: list[str], how: str) -> str:

@@ -50,7 +50,14 @@ _PLURAL_ASK = re.compile(r"\b(?:papers|abstracts)\b"
                          r"|^\s*what (?:work|research)\s+(?!(?:does|did|do|is|was|has|had)\b)"
                          r"|[.?!]\s+what (?:work|research) (?:is there|exists)\b"
                          r"|:\s+(?:which|what) (?:\w+ ){0,2}?(?:works|studies|methods|approaches|articles)\b"
-                         r"(?!\s+(?:best|better|well|worse)\b)", re.I)
+                         r"(?!\s+(?:best|better|well|worse)\b)"
+                         # Keywords that name a plural kind of method ("kernel methods",
+                         # "sequence architectures whose compute grows linearly"): every
+                         # method of the kind, as "Which methods ...?" would ask.
+                         r"|^(?![^?]*\?)(?!\s*(?:what|which|how|why|when|where|who|is|are|was|were|does|do|did|"
+                         r"can|could|should|would|has|have|had|if|in|on|for)\b)(?:[\w/()-]+\s+){0,4}?"
+                         r"(?:methods|approaches|architectures|models|techniques|algorithms|frameworks)"
+                         r"(?:\s+(?:that|which|whose|trained|using|based|for)\b|\s*$)", re.I)
 # ... and asked after the topic: "- which papers address this?", "Can networks stand in
 # for fluid solvers? What work is there on this?".
 # A tail that names a topic of its own ("Biology: which abstracts apply ML to
@@ -119,6 +126,7 @@ def content_words(text: str) -> list[str]:
 # names ("BiLLM", "AnyTool", "GPT-4"): the things a small model invents.
 _SPECIFIC = re.compile(
     r"\b\d+[x×]\d+\b"                                  # resolutions: 256x256
+    r"|\b\d+(?:\.\d+)?[eE][-+−]?\d+\b"                 # scientific notation: 1e-4
     r"|\b\d+(?:[.,]\d+)*(?:%|x|×|[kKmMbB]\b)?"         # numbers, sizes
     r"|\b[A-Za-z]*[A-Z][a-z]*[A-Z][A-Za-z0-9\-]*\b"     # CamelCase and acronyms
     r"|\b[A-Z]{2,}[a-z]?s?\b"                          # acronyms with plural

@@ -221,6 +221,9 @@ def test_sizes_and_embedded_which_are_not_near_misses(answer_with):
     assert missing_terms("the EDM design space paper", title) == []
     assert missing_terms("What does SDM report?", title) == ["SDM"]
     assert missing_terms("4 bits, 1.08 bits, 30%, 2", "8.41 perplexity, 1.08-bit, 30% of 2,000") == ["2", "4"]
+    # A number in scientific notation is one term, not "1e" and "4" (corpus13 h13-62).
+    assert missing_terms("viscosity 1e-4", "at viscosity 1e-3 and 1e-5") == ["1e-4"]
+    assert missing_terms("viscosity 1e-4", "viscosities down to 1e-4") == []
 
 
 def test_asking_which_datasets_needs_them_named_where_the_abstract_mentions_them(answer_with):

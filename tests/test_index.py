@@ -149,11 +149,18 @@ def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
      "Efficiency of large models: make trained networks cheaper to run?"),
     # One method is asked for.
     ("Which method works best for binarization?", "Which method works best for binarization?"),
+    # Keywords naming a plural kind of method ask for every method of the kind (corpus13).
+    ("kernel methods", "kernel methods"),
+    ("sequence architectures whose compute grows linearly with length",
+     "sequence architectures whose compute grows linearly with length"),
+    # ... not a method that merely uses models.
+    ("Thompson sampling for contextual bandits with neural network reward models",
+     "Thompson sampling for contextual bandits with neural network reward models"),
 ])
 def test_survey_frame_is_not_searched_for(question, query):
     assert focus(question) == query
     assert is_survey(question) == (question != "What is Sparse-IFT, and what accuracy gains do they report?"
-                                   and not question.startswith(("paper linking", "Which method works")))
+                                   and not question.startswith(("paper linking", "Which method works", "Thompson")))
 
 
 def test_survey_question_finds_what_its_topic_finds(seeded_index):

@@ -117,6 +117,22 @@ def test_leaving_a_paper_out_keeps_the_others(conv):
     assert after and after < before and "TIME WEAVER" not in {e.label for e in after}
 
 
+def test_leaving_the_one_paper_out_drops_only_that_one(conv):
+    first = conv.ask("Which papers propose diffusion-based generative methods?")
+    t = conv.ask("Leave out the image one.")
+    before, after = ({e.label for e in turn.answer.cited.values()} for turn in (first, t))
+    assert "ANT" in before and after == before - {"ANT"}
+
+
+def test_the_x_approach_after_a_topic_is_that_approach_to_the_topic(conv):
+    conv.ask("What's in the collection on learning to simulate physical systems like fluids or PDEs?")
+    conv.ask("Only the neural operator papers.")
+    t = conv.ask("And the graph neural network approach?")
+    assert "simulate physical systems" in t.query
+    # The graph-network simulator of the three (004 #8), not GNNs on other topics.
+    assert [(e.source.path[:3], e.source.ordinal) for e in t.answer.cited.values()] == [("004", 8)]
+
+
 def test_unknown_reference_is_a_clear_error(conv):
     with pytest.raises(UsageError, match=r"no entry \[4\]"):
         conv.ask("tell me about [4]")

@@ -375,6 +375,10 @@ class Answerer:
         t0, judged = time.perf_counter(), self.judge_seconds
         ans = Answer(question=question)
         q = self.analyse(question, query)
+        # "How does Longformer differ from Performer?" is answered from the papers it
+        # names, as "compare [1] and [2]" is; the judge reads neither as answering it.
+        named = {} if only or not compare.ASKS.match(question) else self._compared(q)
+        only = only or list(named) or None
         plan = SURVEY if q.survey or (only and len(only) > 1) else SINGLE
         k = k or self.index.settings.k
         ans.retrieved = [self.redact(h) for h in (self.index.score_entries(q.search, only) if only
@@ -422,6 +426,12 @@ class Answerer:
             # A question with a second ask ("What is X, and how much does it save?")
             # whose gap is only inferred gets what the abstracts answer, then the note.
             partial = bool(how) and bool(_COMPOUND.search(q.text))
+        # A comparison the question names ("... DeepONet ... the Fourier neural
+        # operator on the Darcy flow problem?") cannot be made where one of the
+        # papers never mentions what it is compared on.
+        # The names that pick the papers out ("DINO", "BYOL") are not such a thing.
+        lacking = [(e, gone) for e in named if (gone := [t for t in _named_absent(q.text, [e], detail=True)
+                                                         if not any(n in t for n in named.values())])]
 
         def cite(entry: Entry) -> int:
             n = num(entry)
@@ -439,14 +449,17 @@ class Answerer:
                 for text in self._nearest(entry, q):
                     emit(Sentence(text, [n], "quoted"))
 
-        if not kept or (absent and not partial):
+        if not kept or (absent and not partial) or lacking:
             ans.refused = True
             # The paper asked about: of those the judge reads as that paper, the best
             # retrieved (on "What ImageNet top-1 accuracy does MoMo-Adam reach?" it
             # read a theory paper at 0.95 as MoMo was; retrieval put MoMo at 0.85,
             # the other at 0.02).
             near = max(zip(pool, readings), key=lambda hr: (hr[1].about >= ABOUT, hr[0].score), default=None)
-            if q.survey and len(kept) > 1:
+            if lacking:
+                for entry, gone in lacking:
+                    gap(entry, _gap(gone, ""))
+            elif q.survey and len(kept) > 1:
                 ns = [cite(h.entry) for h, _ in kept]
                 names = [f"{strip_control(h.entry.name)[0]} [{n}]" for (h, _), n in zip(kept, ns)]
                 emit(Sentence(f"The abstracts of {_join(names, 'and')} do not {_gap(absent, how)}", ns, "verified"))
@@ -499,11 +512,34 @@ class Answerer:
                 ans.interrupted = True
             if partial and absent and not ans.interrupted:
                 gap(kept[0][0].entry, _gap(absent, how))
+            # A comparison is a table too, column by column, each cell the paper's
+            # own words: of the entries named, else of every paper the answer cites.
+            compared = only if only and len(only) > 1 else list(ans.cited.values())
+            if compare.ASKS.match(question) and len(compared) > 1 and not ans.interrupted:
+                numbered = {cite(e): e for e in compared}
+                ans.table = [compare.row(e, self.sentences(e), self.fit) for _, e in sorted(numbered.items())]
         ans.timings["first_token_s"] = first_token[0] if first_token else time.perf_counter() - t0
         ans.timings["total_s"] = time.perf_counter() - t0
         ans.timings["judge_s"] = self.judge_seconds - judged
         ans.model = {"path": self.model.path, "sha256": getattr(self.model, "sha256", "")}
         return ans
+
+    def _compared(self, q: Query) -> dict[Entry, str]:
+        """The papers a comparison names, each with the name that picked it: for each
+        name it gives ("Longformer", "BYOL"), the best retrieved entry that uses it;
+        none unless two or more. A later name used by a paper already picked
+        ("Darcy" after "Fourier") is a detail asked about, not another paper."""
+        hits = self.index.search(q.search, SURVEY.read)
+        asked = {m.group(1) for m in _PROPER.finditer(q.text)} - _QUESTION_WORDS
+        asked |= {t for t in specific_terms(q.text) if not t[0].isdigit() and t not in GENERIC}
+        found: dict[Entry, str] = {}
+        for name in sorted(asked, key=q.text.find):
+            # A prefix: "Performer" is used as "Performers".
+            used = re.compile(rf"(?<![\w-]){re.escape(name)}")
+            hit = next((h for h in hits if used.search(f"{h.entry.title} {h.entry.label} {h.entry.text}")), None)
+            if hit:
+                found.setdefault(hit.entry, name)
+        return found if len(found) > 1 else {}
 
     def _absent_specifics(self, q: Query, kept: list[Hit]) -> tuple[list[str], str]:
         """What the question asks for that none of the kept entries contains:
@@ -921,17 +957,18 @@ def _new_names(text: str, asked: str) -> set[str]:
     return {n for n in names(text) if n.lower() not in asked}
 
 
-def _named_absent(question: str, entries: list[Entry]) -> list[str]:
+def _named_absent(question: str, entries: list[Entry], detail: bool = False) -> list[str]:
     """The specific terms the question gives (numbers with their unit, acronyms,
     named datasets or models), the kinds of data it names (video, speech, images,
-    robots) and, in a question after a detail ("which hardware"), its capitalised
-    names ("Dice", "Cerebras"), that none of the entries contains.
+    robots) and, in a question after a detail ("which hardware") or when ``detail``
+    says it asks for one, its capitalised names ("Dice", "Cerebras"), that none of
+    the entries contains.
     A name that occurs only in a link ("github.com/CerebrasResearch/...") is not
     something an abstract reports."""
     text = _reported(entries)
     absent = [_with_unit(t, question) for t in missing_terms(question, text)]
     absent += [w for w in _unseen_kinds(question, text) if w not in absent]
-    if _DETAIL.search(question):
+    if detail or _DETAIL.search(question):
         names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
         absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
     return _phrases(absent, question)

@@ -7,8 +7,8 @@ badly): explicit references ("[2]", "paper 2", "the second paper") and anaphora
 comes from exactly those entries; "the paper on X" is a new search unless X names a
 paper cited earlier; "only the RL papers" narrows the previous turn's
 results; a short fragment ("and for bandits?") extends the previous query;
-"compare [1] and [3]" adds a table of the papers' problems, approaches, results and
-settings (rag/compare.py).
+"compare [1] and [3]" answers from exactly those papers, with the table of their
+problems, approaches, results and settings every comparison gets (rag/answer.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compare
 from .answer import SURVEY, Answer, Answerer
 from .errors import UsageError
 from .query import check_length
@@ -49,7 +48,6 @@ _NAMED_BEFORE = re.compile(rf"\bthe ((?:[\w-]+ ){{1,4}}?){_NOUN}\b", re.I)
 _NOT_A_DESCRIPTION = frozenset("""first second third fourth fifth last other same previous above
 former latter next new this that these those proposed main whole original cited mentioned said
 underlying their its your our""".split())
-_COMPARE = re.compile(r"^\s*(?:compare|contrast|how (?:do|does) .* (?:differ|compare))\b", re.I)
 # What is left of "only the ones about best-arm identification" once the frame goes.
 _SUBTOPIC_FRAME = re.compile(rf"^(?:\s*(?:the|ones?|{_NOUN}s?|that|which|are|is|about|on|dealing with|"
                              rf"deal with|related to|concerning|with|using|for|in|of)\b)+", re.I)
@@ -230,12 +228,6 @@ class Conversation:
         answer = self.answerer.ask(spelled, self.k, query=query, only=only,
                                    number=self.number, **callbacks)
         answer.question = question
-        if _COMPARE.match(question) and only and len(only) > 1:
-            # A comparison is a table, column by column, each cell the paper's own words.
-            answer.table = [compare.row(e, self.answerer.sentences(e), self.answerer.fit)
-                            for e in sorted(only, key=self.number)]
-            for e in only:
-                answer.cited.setdefault(self.number(e), e)
         turn = Turn(len(self.turns) + 1, question, query, answer, searched=only is None or self._found)
         self.turns.append(turn)
         return turn

@@ -244,6 +244,11 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
     return {c: v + JUDGE * np.asarray(judged[c], dtype=float) - penalty for c, v in out.items()}
 
 
+# "compare [1] and [3]", "Compare the approaches ... for X", "How does BiLLM differ from
+# AnyTool?": answered with a table of the papers compared.
+ASKS = re.compile(r"^\s*(?:compare|contrast|how (?:do|does) .* (?:differ|compare))\b", re.I)
+
+
 def row(entry: Entry, sentences: list[str], score=None) -> Row:
     """``score(question, entry) -> one judge score per sentence``; without it the
     roles and words alone choose (answers, where four more judge reads per paper

@@ -568,3 +568,23 @@ def test_a_quote_that_leans_back_comes_after_what_it_leans_on():
              "Experiments on ShapeNet show better generalization than prior generators."]
     assert _context(sents, 3) == [1, 2]  # through the stub to the sentence that says what
     assert _context(sents, 4) == [] and _context(sents, 1) == []
+
+
+@pytest.mark.parametrize("question", ["How does BiLLM differ from AnyTool?", "Compare BiLLM and AnyTool"])
+def test_a_comparison_naming_two_papers_answers_from_both_with_their_table(answer_with, question):
+    ans, _ = answer_with(question, "No claim here.")
+    assert not ans.refused
+    assert sorted(e.label for e in ans.cited.values()) == ["AnyTool", "BiLLM"]
+    assert sorted(r.entry.label for r in ans.table) == ["AnyTool", "BiLLM"]
+    assert "| Paper |" in ans.text and ans.to_json()["table"]
+
+
+def test_a_comparison_naming_one_paper_is_a_question_about_it(answer_with):
+    ans, _ = answer_with("How does BiLLM compare with earlier binarization methods?", "No claim here.")
+    assert [e.label for e in ans.cited.values()][:1] == ["BiLLM"] and not ans.table
+
+
+def test_a_comparison_on_something_one_paper_never_mentions_says_so(answer_with):
+    ans, _ = answer_with("How does BiLLM compare with AnyTool on LLaMA2-70B?", "No claim here.")
+    assert ans.refused and [e.label for e in ans.cited.values()] == ["AnyTool"]
+    assert "does not mention “LLaMA2-70B”" in ans.text

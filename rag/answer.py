@@ -428,8 +428,8 @@ class Answerer:
             partial = bool(how) and bool(_COMPOUND.search(q.text))
         # A comparison the question names ("... DeepONet ... the Fourier neural
         # operator on the Darcy flow problem?") cannot be made where one of the
-        # papers never mentions what it is compared on.
-        # The names that pick the papers out ("DINO", "BYOL") are not such a thing.
+        # papers never mentions what it is compared on; the names that pick the
+        # papers out ("DeepONet", "Fourier") are not such a thing.
         lacking = [(e, gone) for e in named if (gone := [t for t in _named_absent(q.text, [e], detail=True)
                                                          if not any(n in t for n in named.values())])]
 

@@ -987,6 +987,9 @@ _FAMILIES = (
      "imaging pixel pixels picture pictures object objects scene scenes"),
     ("robot robots robotic robotics", "manipulation grasp grasping"),
     ("protein proteins", "amino residue residues enzyme enzymes antibody antibodies peptide peptides"),
+    ("rna rnas", "ribonucleic mrna mrnas ribozyme ribozymes"),
+    ("dna genome genomes genomic genomics", "gene genes chromosome chromosomes nucleotide nucleotides "
+     "enhancer enhancers promoter promoters"),
     ("medical clinical", "patient patients health healthcare disease diseases hospital diagnosis"),
     ("weather climate", "atmospheric atmosphere precipitation meteorological"),
     ("language languages text textual", "word words sentence sentences token tokens document documents "

@@ -454,6 +454,10 @@ def test_a_kind_of_data_no_abstract_touches_is_not_answered(answer_with):
     # Code as the paper's artifact is asked for as a link, not as data.
     ("Is their code public?", "retrieval for open-domain question answering", []),
     ("Which papers release their code?", "retrieval for open-domain question answering", []),
+    # Nucleic acids are kinds of their own: a protein structure paper does not answer
+    # an RNA question (corpus13 h13-26), a gene-expression paper does a DNA one.
+    ("Which papers predict RNA tertiary structure from sequence?", "protein structure from amino acids", ["RNA"]),
+    ("Is there anything on modelling DNA sequences?", "gene expression from sequence", []),
 ])
 def test_a_kind_of_data_among_alternatives_is_no_gap(question, text, gap):
     # Each paper answers its part of "X or Y"; not when every part is the kind unseen.

@@ -17,21 +17,21 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import compare
 from .answer import SURVEY, Answer, Answerer
 from .errors import UsageError
-from .query import check_length
+from .query import NOT_A_DESCRIPTION, NOUN, check_length, description
 from .text import is_survey
 from .records import Entry
 
 _BRACKET = re.compile(r"\[(\d+)\]|\b(?:paper|entry|reference|ref|source)\s+#?(\d+)\b", re.I)
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
 _ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:paper|one|entry|work|result)\b", re.I)
-_NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
 # "Why does that matter for scaling laws?": "that" as a subject, the last answer's point.
-_SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {_NOUN}|the authors|"
-                       rf"(?:does|did|is|was|would|could|can|will) (?:that|this)(?= (?!{_NOUN}s?\b)[a-z]))\b", re.I)
-_PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {_NOUN}s|both)\b", re.I)
-_PLURAL_NOUN = re.compile(rf"\b{_NOUN}s\b", re.I)
+_SINGULAR = re.compile(rf"\b(it|its|it's|(?:this|that|the) {NOUN}|the authors|"
+                       rf"(?:does|did|is|was|would|could|can|will) (?:that|this)(?= (?!{NOUN}s?\b)[a-z]))\b", re.I)
+_PLURAL = re.compile(rf"\b(they|them|their|(?:these|those|both|the) {NOUN}s|both)\b", re.I)
+_PLURAL_NOUN = re.compile(rf"\b{NOUN}s\b", re.I)
 _FRAGMENT = re.compile(r"^\s*(and|or|also|what about|how about|and for|and in|same for)\b", re.I)
 _APPROACH = re.compile(r"^\s*(?:and|or|also|what about|how about)\s+the\s+(?:[\w-]+\s+){1,4}?"
                        r"(?:approach|method|model|algorithm|framework)s?\s*\??\s*$", re.I)
@@ -40,35 +40,14 @@ _WH = re.compile(r"^\s*(what|which|who|how|why|when|where|is|are|does|do|can|cou
 # ones": the previous results on a sub-topic; "leave out the image one": without it.
 _NARROW = re.compile(r"^\s*(?:only|just|narrow (?:it|that|this|them|these)?\s*(?:down )?to)\b(.*)$", re.I)
 _EXCLUDE = re.compile(r"^\s*(?:leave out|exclude|drop|remove|ignore|skip|not|without|except(?: for)?)\b(.*)$", re.I)
-# A paper described rather than pointed at: "the paper on LLM planning", "the one
-# giving a theoretical explanation of …", "the RICE paper", "the satellite one".
-_DESCRIBED = re.compile(rf"\b(?:the|a|that) {_NOUN}s? (?:on|about|that|which|for|proposing|introducing|"
-                       rf"studying|using|with|where|\w+ing)\s+(.+)", re.I)
-_NAMED_BEFORE = re.compile(rf"\bthe ((?:[\w-]+ ){{1,4}}?){_NOUN}\b", re.I)
-_NOT_A_DESCRIPTION = frozenset("""first second third fourth fifth last other same previous above
-former latter next new this that these those proposed main whole original cited mentioned said
-underlying their its your our""".split())
 # What is left of "only the ones about best-arm identification" once the frame goes.
-_SUBTOPIC_FRAME = re.compile(rf"^(?:\s*(?:the|ones?|{_NOUN}s?|that|which|are|is|about|on|dealing with|"
+_SUBTOPIC_FRAME = re.compile(rf"^(?:\s*(?:the|ones?|{NOUN}s?|that|which|are|is|about|on|dealing with|"
                              rf"deal with|related to|concerning|with|using|for|in|of)\b)+", re.I)
 
 
 def _subtopic(text: str) -> str:
     core = _SUBTOPIC_FRAME.sub("", text.strip(" .?!"))
-    return re.sub(rf"\s+(?:{_NOUN}s?)$", "", core.strip(" .?!"), flags=re.I).strip()
-
-
-def _description(question: str) -> str | None:
-    """What a question says to pick out a paper ("on LLM planning", "RICE"), if it
-    describes one."""
-    found = _DESCRIBED.search(question)
-    if found:
-        return found.group(1)
-    for m in _NAMED_BEFORE.finditer(question):
-        words = m.group(1).split()
-        if not _NOT_A_DESCRIPTION.intersection(w.lower() for w in words):
-            return m.group(1).strip()
-    return None
+    return re.sub(rf"\s+(?:{NOUN}s?)$", "", core.strip(" .?!"), flags=re.I).strip()
 
 
 def _names(description: str, entry: Entry) -> bool:
@@ -79,7 +58,7 @@ def _names(description: str, entry: Entry) -> bool:
     label, said = entry.label.lower(), description.lower()
     if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", said):
         return True
-    words = [w for w in re.findall(r"[\w-]+", said) if w not in _NOT_A_DESCRIPTION and len(w) > 2]
+    words = [w for w in re.findall(r"[\w-]+", said) if w not in NOT_A_DESCRIPTION and len(w) > 2]
     return bool(words) and len(words) <= 3 and all(re.search(rf"\b{re.escape(w)}", label) for w in words)
 
 
@@ -129,7 +108,16 @@ class Conversation:
         if refs:
             only = [self.entry(n) for n in dict.fromkeys(refs)]
             return _with_labels(question, only), only
-        described = _description(question)
+        if compare.ASKS.match(question) and compare.sides(question):
+            # A comparison finds the papers its sides name or describe (rag/answer.py):
+            # "the watermark paper" is not bound to one paper here, and "it" or "that
+            # paper" is the last answer's paper, named in its place.
+            pointed = _SINGULAR.search(question) if last and last.answer.cited else None
+            if pointed and re.fullmatch(rf"it|(?:this|that) {NOUN}", pointed.group(1), re.I):
+                first = last.answer.cited[min(last.answer.cited)]
+                self._asked = f"{question[:pointed.start(1)]}{first.label}{question[pointed.end(1):]}"
+            return self._asked or question, None
+        described = description(question)
         if last is None:
             named = self._labelled(question, described)
             return (_with_labels(question, named), named) if named else (question, None)

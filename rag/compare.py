@@ -247,6 +247,32 @@ def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np
 # "compare [1] and [3]", "Compare the approaches ... for X", "How does BiLLM differ from
 # AnyTool?": answered with a table of the papers compared.
 ASKS = re.compile(r"^\s*(?:compare|contrast|how (?:do|does) .* (?:differ|compare))\b", re.I)
+# The two things compared: "How does X differ from Y?", "How do X and Y differ?",
+# "Compare X with Y in terms of Z" (Z is what they are compared on, not a paper).
+_SIDES = (
+    re.compile(r"^\s*how (?:do|does|did) (?P<a>.+?) (?:differ from|compare (?:to|with|against)|"
+               r"contrast with) (?P<b>.+?)\s*[?.!]*$", re.I),
+    re.compile(r"^\s*how (?:do|does|did) (?P<a>.+?) and (?P<b>.+?) (?:differ|compare)\b", re.I),
+    re.compile(r"^\s*(?:compare|contrast) (?P<a>.+?) (?:and|with|to|against|versus|vs\.?) (?P<b>.+?)"
+               r"(?:,?\s+(?:in terms of|regarding|with respect to|when it comes to)\s+.*)?\s*[?.!]*$", re.I),
+)
+
+
+# A side that is a group of papers ("the approaches to making LLM inference
+# cheaper", "models that jointly handle pictures and ..."): the comparison is a survey.
+_GROUP = re.compile(r"^(?:the |these |all )?(?:[\w-]+ ){0,3}(?:papers|works|studies|approaches|methods|models|"
+                    r"ways|techniques|strategies|algorithms|frameworks|systems|optimizers)\b", re.I)
+
+
+def sides(question: str) -> list[str]:
+    """The two things a comparison sets side by side ("BiLLM", "the online cascade
+    learning paper"); none when it names no two ("Compare the approaches to X")."""
+    for pattern in _SIDES:
+        m = pattern.match(question)
+        if m:
+            both = [m.group("a").strip(), m.group("b").strip()]
+            return [] if any(_GROUP.match(side) for side in both) else both
+    return []
 
 
 def row(entry: Entry, sentences: list[str], score=None) -> Row:

@@ -32,6 +32,31 @@ _OVERVIEW = re.compile(r"^\s*(?:what(?:'s| is| are| was)\s+(?!the (?:[\w-]+ ){1,
                        r"(?:idea|contribution|point|finding|result|takeaway)s?\b|how (?:does|do) .{1,60} work\b)",
                        re.I)
 
+# What a question calls a paper ("the RICE paper", "the one on ...").
+NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
+
+# A paper described rather than pointed at: "the paper on LLM planning", "the one
+# giving a theoretical explanation of …", "the RICE paper", "the satellite one".
+_DESCRIBED = re.compile(rf"\b(?:the|a|that) {NOUN}s? (?:on|about|that|which|for|proposing|introducing|"
+                       rf"studying|using|with|where|\w+ing)\s+(.+)", re.I)
+_NAMED_BEFORE = re.compile(rf"\bthe ((?:[\w-]+ ){{1,4}}?){NOUN}\b", re.I)
+NOT_A_DESCRIPTION = frozenset("""first second third fourth fifth last other same previous above
+former latter next new this that these those proposed main whole original cited mentioned said
+underlying their its your our""".split())
+
+
+def description(question: str) -> str | None:
+    """What a question says to pick out a paper ("on LLM planning", "RICE"), if it
+    describes one."""
+    found = _DESCRIBED.search(question)
+    if found:
+        return found.group(1)
+    for m in _NAMED_BEFORE.finditer(question):
+        words = m.group(1).split()
+        if not NOT_A_DESCRIPTION.intersection(w.lower() for w in words):
+            return m.group(1).strip()
+    return None
+
 
 @dataclass(frozen=True)
 class Query:

@@ -583,6 +583,23 @@ def test_a_comparison_naming_two_papers_answers_from_both_with_their_table(answe
     assert "| Paper |" in ans.text and ans.to_json()["table"]
 
 
+@pytest.mark.parametrize("question", ["How does BiLLM differ from the online cascade learning paper?",
+                                      "Compare the paper on watermark stealing with the feedback alignment paper"])
+def test_a_comparison_of_described_papers_finds_each(answer_with, question):
+    ans, _ = answer_with(question, "No claim here.")
+    assert not ans.refused and len(ans.table) == 2
+    expected = {"BiLLM", "online cascade learning"} if "BiLLM" in question else {"watermark stealing",
+                                                                                  "Feedback Alignment"}
+    assert {e.label for e in ans.cited.values()} == expected
+
+
+def test_a_side_described_ambiguously_picks_no_paper(seeded_index):
+    # "LLM planning" finds LLM-Modulo and BAIL nearly alike.
+    answerer = Answerer(seeded_index, FakeModel("No."), load())
+    assert answerer._described("the paper on LLM planning")[1] is None
+    assert answerer._described("the restless bandits paper")[1].label == "Restless multi-armed bandits"
+
+
 def test_a_comparison_naming_one_paper_is_a_question_about_it(answer_with):
     ans, _ = answer_with("How does BiLLM compare with earlier binarization methods?", "No claim here.")
     assert [e.label for e in ans.cited.values()][:1] == ["BiLLM"] and not ans.table

@@ -197,3 +197,14 @@ def test_compare_two_cited_papers_gives_a_table_of_their_own_sentences(seeded_in
     text = turn.answer.text
     assert "| Paper | Problem | Approach | Main result | Data / setting |" in text
     assert f"{conv.entry(1).label} [1]" in text and turn.answer.to_json()["table"]
+
+
+def test_a_comparison_in_chat_finds_the_papers_it_describes_and_it_is_the_last_one(seeded_index):
+    conv = Conversation(Answerer(seeded_index, FakeModel("Nothing verifiable."), load()))
+    first = conv.ask("How does BiLLM differ from the online cascade learning paper?")
+    assert {r.entry.label for r in first.answer.table} == {"BiLLM", "online cascade learning"}
+    conv.ask("What is RICE?")
+    turn = conv.ask("How does it differ from the watermark paper?")
+    assert {r.entry.label for r in turn.answer.table} == {"RICE", "watermark stealing"}
+    turn = conv.ask("Compare them")  # both papers of the comparison
+    assert {r.entry.label for r in turn.answer.table} == {"RICE", "watermark stealing"}

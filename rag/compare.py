@@ -5,7 +5,9 @@ Each cell is the paper's own sentence that best fills the column, so every cell 
 a quote and cannot misstate the paper. What a sentence does in its abstract (the
 role tagger, rag/roles.py) leads; the words abstracts mark each part with and the
 judge's (rag/judge.py) reading of the column's question add to it. Problem,
-approach and result each take a sentence no other took; the setting is often named
+approach and result each take a sentence no other took, except that an abstract
+opening with its method ("We propose X, a method that improves Y") states its
+problem in that sentence, which fills both columns; the setting is often named
 in the result's sentence, so it may share one and then shows the words around its
 data. Long sentences are cut at a clause boundary and marked "…"; a column no
 sentence fills says so rather than guess.
@@ -57,6 +59,9 @@ DEFINITION = re.compile(r"\b(?:is|are) (?:called|defined as|known as|referred to
 # The paper's own statement of its problem ("we study the problem of ...").
 STATEMENT = re.compile(r"\b(?:problem of|question of|we (?:study|address|investigate|tackle|examine|ask|"
                        r"consider (?:the|a|an) (?:\w+ )?(?:problem|task|question|setting)))\b", re.I)
+# A question the paper sets itself ("we question if self-supervised learning
+# provides new properties to ViT"): its problem, not its approach.
+ASKING = re.compile(r"\bwe (?:question|ask|investigate|examine|explore|study) (?:if|whether|how|why|what)\b", re.I)
 # What a finding is told with ("we show that", "outperforms", a bound).
 FINDING = re.compile(r"\b(?:we (?:show|prove|find|demonstrate|establish|observe|obtain|derive)|"
                      r"(?:show|shows|showing|demonstrat\w*|reveal\w*|indicat\w*|confirm\w*|"
@@ -187,6 +192,8 @@ def around(sentence: str, pattern: re.Pattern, most: int = SETTING_WORDS) -> str
 # after these words: a synthesis that sets papers side by side quotes only that.
 PROPOSES = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|first\s+|also\s+)?"
                       r"(?:propose|introduce|present|develop|design|devise|study|analy[sz]e|provide)s?\b\s*", re.I)
+INTRODUCES = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:\w+ly\s+)?(?:propose|introduce|present|develop|"
+                        r"design|devise)s?\b", re.I)  # a method of its own, not "we study"
 FINDS = re.compile(r"\b(?:show|demonstrate|indicate|find|reveal|confirm|prove|suggest)s?\s+that\s+", re.I)
 
 
@@ -218,23 +225,23 @@ def finding(sentence: str, most: int = MAX_WORDS) -> str:
     return gist(sentence, FINDS, most)
 
 
-def scores(sentences: list[str], judged: dict[str, list[float]]) -> dict[str, np.ndarray]:
+def scores(sentences: list[str], judged: dict[str, list[float]], p: np.ndarray) -> dict[str, np.ndarray]:
     """How well each sentence fills each column: its role's probability, the words
     that mark the part, where abstracts put it, and the judge (``judged``: column
-    -> one score per sentence). Link sentences fill nothing."""
+    -> one score per sentence), ``p`` their role probabilities (rag/roles.py). Link
+    sentences fill nothing."""
     n = len(sentences)
-    p = roles.tagger().probabilities(sentences)
     bg, contribution, method, result = (p[:, roles.ROLES.index(r)] for r in
                                         ("background", "contribution", "method", "result"))
     place = np.arange(n) / max(n - 1, 1)
     has = lambda pattern: np.array([bool(pattern.search(s)) for s in sentences], dtype=float)  # noqa: E731
-    statement = has(STATEMENT)
+    statement = np.maximum(has(STATEMENT), has(ASKING))
     gap = np.maximum(has(GAP) * (1 - has(RESPONSE)), statement)
     first = (np.arange(n) == 0).astype(float)
     out = {
         "problem": 0.6 * (bg + contribution) + 0.6 * gap + 0.3 * statement - 0.6 * first * (1 - gap)
         - 0.3 * place - 0.5 * has(DEFINITION),
-        "approach": contribution + 0.3 * method - 0.5 * bg,
+        "approach": contribution + 0.3 * method - 0.5 * bg - has(ASKING),
         "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
         "setting": 0.6 * has(DATA) + 0.3 * has(EVALUATION) + 0.3 * (result + method),
     }
@@ -280,11 +287,12 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
     roles and words alone choose (answers, where four more judge reads per paper
     would cost 0.26 s: approach right 68% rather than 91% on the seeds, result 91%
     either way). Problem, approach and result are filled in order of how sure the
-    scores are, each taking a sentence no other took; the setting takes its best
-    sentence, shared or not."""
+    scores are, each taking a sentence no other took (a method introduced with its
+    problem fills both); the setting takes its best sentence, shared or not."""
     name = entry.name
+    p = roles.tagger().probabilities(sentences)
     s = scores(sentences, {c: list(score(q.format(name=name), entry)) if score else [0.0] * len(sentences)
-                           for c, q in COLUMNS.items()})
+                           for c, q in COLUMNS.items()}, p)
     taken: set[int] = set()
     sources: dict[str, int] = {}
     pending = ["problem", "approach", "result"]
@@ -295,6 +303,22 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
         if s[col][i] >= FILLS[col]:
             sources[col] = i
             taken.add(i)
+    # "We introduce Performers, ... but using only linear ... complexity" is the
+    # approach, whatever gap words it has: it fills both columns, not the problem alone.
+    pick, own = sources.get("problem"), sources.get("approach")
+    if (pick is not None and own is not None and INTRODUCES.search(sentences[pick])
+            and s["approach"][pick] >= s["approach"][own]):
+        sources["approach"] = pick
+        taken.discard(own)
+    # An abstract that opens with its contribution ("We propose X, a method that
+    # improves Y") states its problem there: a later sentence the scores put in the
+    # problem column without a gap or a problem statement of its own is the method's
+    # detail ("Unlike self-consistency, SCD resamples only ..."), and none is not stated.
+    pick = sources.get("problem")
+    if (sources.get("approach") == 0 and pick != 0 and roles.ROLES[int(np.argmax(p[0]))] == "contribution"
+            and (pick is None or not GAP.search(sentences[pick]) and not STATEMENT.search(sentences[pick]))):
+        sources["problem"] = 0
+        taken.discard(pick)
     best = int(np.argmax(s["setting"])) if sentences else -1
     if best >= 0 and s["setting"][best] >= FILLS["setting"]:
         sources["setting"] = best

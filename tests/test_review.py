@@ -264,6 +264,20 @@ def test_a_cell_that_leans_on_the_sentence_before_it_brings_that_sentence():
     assert row.cells["approach"] == "We propose GroupBandit, an algorithm that pulls one arm per group."
 
 
+def test_an_abstract_that_opens_with_its_method_states_its_problem_there():
+    sents = ["We propose FedWidget, a federated method that improves the calibration of client models.",
+             "Unlike temperature scaling, FedWidget fits one small network per client on its label histogram.",
+             "On three benchmarks FedWidget lowers the expected calibration error by 31%."]
+    row = _table_row("FedWidget", sents)
+    assert row.sources["problem"] == row.sources["approach"] == 0 and row.sources["result"] == 2
+    # A question the paper sets itself is its problem; its method comes later.
+    sents = ["In this paper, we question if self-supervised learning gives vision transformers new properties.",
+             "We implement our findings into a simple method, called WidgetSSL, a form of self-distillation.",
+             "WidgetSSL reaches 80.1% top-1 on ImageNet in linear evaluation."]
+    row = _table_row("WidgetSSL", sents)
+    assert row.sources["problem"] == 0 and row.sources["approach"] == 1
+
+
 def test_research_table_cells_play_their_part_in_a_real_abstract(answerer, seeded_index):
     """BiLLM's row, with the real judge and tagger: the problem is the gap it takes
     on, not the sentence that answers it; the result carries its figure; the data,

@@ -75,6 +75,10 @@ DATA = re.compile(r"\b(?:datasets?|benchmarks?|corpus|corpora|testbeds?|"
                   r"(?:experiment\w*|evaluat\w*|results|tested|applied|apply)(?: [\w-]+){0,4} (?:on|across|in|with|over|to) |"
                   r"real-world|simulat\w*|environments?|tasks?,? (?:such as|including|like|namely)|"
                   r"(?:on|across|over) (?:the )?[A-Z][\w-]*\d*)")
+# A name or figure past a sentence's first word ("on ImageNet", "14 tasks"): a
+# setting that names nothing ("with numerical experiments") is not one.
+NAMES = re.compile(r"(?<=\s)(?:[A-Z][\w-]*[A-Z0-9][\w-]*|[A-Z][a-z]+[\w-]*|\d[\d,.]*)\b")
+NAMED_WEIGHT = 0.3  # seeds: setting right 68.4 -> 73.7%, blind 63.3 -> 73.3% (13 cells fixed, 5 lost)
 EVALUATION = re.compile(r"\b(?:data\b|experiment\w*|empirical\w*|evaluat\w*|tasks?\b|domains?)", re.I)
 ANAPHORA = re.compile(r"^(?:however, )?(?:this|these|it|they|such|that)\b(?! (?:paper|work|study|article|position paper)\b)|"
                       r"\b(?:the two|both of|such (?:connections|attacks|schemes|methods|models)|"
@@ -243,7 +247,7 @@ def scores(sentences: list[str], judged: dict[str, list[float]], p: np.ndarray) 
         - 0.3 * place - 0.5 * has(DEFINITION),
         "approach": contribution + 0.3 * method - 0.5 * bg - has(ASKING),
         "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
-        "setting": 0.6 * has(DATA) + 0.3 * has(EVALUATION) + 0.3 * (result + method),
+        "setting": 0.6 * has(DATA) + 0.3 * has(EVALUATION) + 0.3 * (result + method) + NAMED_WEIGHT * (has(NAMES) - 1),
     }
     # A sentence that leans on the one before ("the two", "this problem", "However,
     # it ...") cannot be read alone in a cell.

@@ -1,6 +1,6 @@
 """How right the research table's cells are (rag/compare.py), against a reader's.
 
-    python bench/table.py [--blind] [--show N]
+    python bench/table.py [--blind [FILE]] [--show N]
 
 ``eval/table.jsonl`` holds, for each of the 57 seed abstracts, the sentences a
 careful reader accepts in each column (problem, approach, main result, data /
@@ -13,7 +13,8 @@ embedder), and a cell counts as right when it quotes an accepted sentence, or sa
 compare.py's weights were set against the seeds' cells, so those figures are not
 blind. ``--blind`` reads ``eval/table-blind.jsonl`` instead: 30 abstracts of many
 fields and shapes written for this check, with their cells, indexed on their own
-and not looked at while the weights were set.
+(its misses were read on 2026-12-03, so it is no longer blind);
+``--blind eval/table-blind2.jsonl`` reads 30 more, written after that.
 """
 
 from __future__ import annotations
@@ -64,11 +65,12 @@ def gold_index(ours: list[str], theirs: list[str]) -> list[int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--blind", action="store_true", help="the blind set, not the seeds")
+    ap.add_argument("--blind", nargs="?", type=Path, const=BLIND, default=None,
+                    help="a blind set (default eval/table-blind.jsonl), not the seeds")
     ap.add_argument("--show", type=int, default=0, help="print this many wrong cells")
     args = ap.parse_args()
-    rows = gold(BLIND if args.blind else SEEDS)
-    index = index_of(rows, args.blind)
+    rows = gold(args.blind or SEEDS)
+    index = index_of(rows, bool(args.blind))
     answerer = Answerer(index, None, load())
     entries = {" ".join(answerer.sentences(e)): e for e in index.store.entries()}
     right, total, wrong_none, missed_none = Counter(), Counter(), Counter(), Counter()
@@ -91,7 +93,7 @@ def main() -> None:
             if not good and shown < args.show:
                 shown += 1
                 print(f"- {entry.label} / {col}: got {got} {r.cells[col][:100]!r}; reader: {sorted(ok)}")
-    which = "eval/table-blind.jsonl" if args.blind else "eval/table.jsonl"
+    which = str(args.blind or "eval/table.jsonl")
     rows = [[c, total[c], right[c] / total[c], wrong_none[c], missed_none[c]] for c in compare.COLUMNS]
     n, k = sum(total.values()), sum(right.values())
     rows.append(["all", n, k / n, sum(wrong_none.values()), sum(missed_none.values())])

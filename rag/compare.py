@@ -79,12 +79,23 @@ DATA = re.compile(r"\b(?:datasets?|benchmarks?|corpus|corpora|testbeds?|"
 # setting that names nothing ("with numerical experiments") is not one.
 NAMES = re.compile(r"(?<=\s)(?:[A-Z][\w-]*[A-Z0-9][\w-]*|[A-Z][a-z]+[\w-]*|\d[\d,.]*)\b")
 NAMED_WEIGHT = 0.3  # seeds: setting right 68.4 -> 73.7%, blind 63.3 -> 73.3% (13 cells fixed, 5 lost)
+# A study's own data in the sciences: a count of what was gathered ("a cohort of
+# 412,000 adults", "96 farms", "2,480 adults ... at 34 clinics", "23 mice").
+GATHERED = re.compile(r"\b(?:we (?:\w+ly )?(?:followed|surveyed|recorded|enrolled|recruited|assigned|collected|"
+                      r"sampled|interviewed|tracked|imaged|sequenced|construct(?:ed)?|compiled|gathered|"
+                      r"study this \w+ with|appl(?:y|ied) \w+ to)|cohort|participants|patients|"
+                      r"respondents|randomi[sz]ed|registry|households)\b", re.I)
+COUNT = re.compile(r"\b\d[\d,.]*\b")
 EVALUATION = re.compile(r"\b(?:data\b|experiment\w*|empirical\w*|evaluat\w*|tasks?\b|domains?)", re.I)
 ANAPHORA = re.compile(r"^(?:however, )?(?:this|these|it|they|such|that)\b(?! (?:paper|work|study|article|position paper)\b)|"
                       r"\b(?:the two|both of|such (?:connections|attacks|schemes|methods|models)|"
                       r"this (?:problem|claim|challenge|gap|issue|context|setting|phenomenon|hypothesis|question)|"
                       r"these (?:schemes|methods|models|capabilities|observations|connections|challenges|issues))\b", re.I)
 ANAPHORA_WEIGHT = 0.5  # seeds: 20 -> 12 such cells, cells right 79.4% -> 79.8% (blind 80.0% both)
+# Where the code is: "Code and models are available on GitHub.", "Our implementation
+# ... is given on GitHub" (the role tagger reads both as background).
+CODE = re.compile(r"^(?:all |our |the )?(?:source )?(?:code|implementation)s?\b(?: and [\w-]+(?: [\w-]+)?)?\s+"
+                  r"(?:is|are|will be|has been|have been)\b|\b(?:github|gitlab)\b", re.I)
 MAX_WORDS = 32  # longer sentences are cut at a clause boundary
 CONTEXT_WORDS = 24  # of the sentence before a cell's, when the cell's leans on it
 SETTING_WORDS = 14  # of a sentence another cell quotes, around the data it names
@@ -233,7 +244,7 @@ def scores(sentences: list[str], judged: dict[str, list[float]], p: np.ndarray) 
     """How well each sentence fills each column: its role's probability, the words
     that mark the part, where abstracts put it, and the judge (``judged``: column
     -> one score per sentence), ``p`` their role probabilities (rag/roles.py). Link
-    sentences fill nothing."""
+    and code sentences fill nothing."""
     n = len(sentences)
     bg, contribution, method, result = (p[:, roles.ROLES.index(r)] for r in
                                         ("background", "contribution", "method", "result"))
@@ -247,11 +258,13 @@ def scores(sentences: list[str], judged: dict[str, list[float]], p: np.ndarray) 
         - 0.3 * place - 0.5 * has(DEFINITION),
         "approach": contribution + 0.3 * method - 0.5 * bg - has(ASKING),
         "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
-        "setting": 0.6 * has(DATA) + 0.3 * has(EVALUATION) + 0.3 * (result + method) + NAMED_WEIGHT * (has(NAMES) - 1),
+        "setting": 0.6 * np.maximum(has(DATA), has(GATHERED) * has(COUNT)) + 0.3 * has(EVALUATION) + 0.3 * (result + method) + NAMED_WEIGHT * (has(NAMES) - 1),
     }
     # A sentence that leans on the one before ("the two", "this problem", "However,
     # it ...") cannot be read alone in a cell.
-    penalty = ANAPHORA_WEIGHT * has(ANAPHORA) + 10 * has(URL)
+    # Nor does a link or code sentence fill a cell ("Code and models are available on
+    # GitHub." was an open-vocabulary detector's data / setting).
+    penalty = ANAPHORA_WEIGHT * has(ANAPHORA) + 10 * np.maximum(has(URL), has(CODE))
     return {c: v + JUDGE * np.asarray(judged[c], dtype=float) - penalty for c, v in out.items()}
 
 
@@ -323,9 +336,6 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
             and (pick is None or not GAP.search(sentences[pick]) and not STATEMENT.search(sentences[pick]))):
         sources["problem"] = 0
         taken.discard(pick)
-    best = int(np.argmax(s["setting"])) if sentences else -1
-    if best >= 0 and s["setting"][best] >= FILLS["setting"]:
-        sources["setting"] = best
     cells = {c: cut(sentences[sources[c]]) if c in sources else MISSING[c] for c in COLUMNS}
     if "result" in sources:  # a long result keeps what was found, not its lead-in
         cells["result"] = finding(sentences[sources["result"]])
@@ -336,15 +346,22 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
         i = sources.get(col, 0)
         if i and ANAPHORA.search(cells[col]) and i - 1 not in taken:
             cells[col] = f"{cut(sentences[i - 1], CONTEXT_WORDS)} {cells[col]}"
-    if sources.get("setting") in taken:  # the same sentence twice says nothing new
-        shared = sentences[sources["setting"]]
-        cue = DATA if DATA.search(shared) else EVALUATION
+    # The setting: the best sentence for it, whole, or where another cell quotes it
+    # (the same sentence twice says nothing new) the words around the data it names;
+    # "… presence of offline data." names none, nor does a result without a cue, and
+    # then the next best (a trial's "at 34 clinics ... 2,480 adults" beside its result).
+    for i in np.argsort(-s["setting"], kind="stable"):
+        if s["setting"][i] < FILLS["setting"]:
+            break
+        if i not in taken:
+            sources["setting"], cells["setting"] = int(i), cut(sentences[i])
+            break
+        shared = sentences[i]
+        cue = next((c for c in (DATA, GATHERED) if c.search(shared)), EVALUATION)
         m = cue.search(shared)
         if m and len(shared[m.end():].split()) >= 3:
-            cells["setting"] = around(shared, cue)
-        else:  # "… presence of offline data." names no setting, nor does no cue
-            del sources["setting"]
-            cells["setting"] = NO_DATA
+            sources["setting"], cells["setting"] = int(i), around(shared, cue)
+            break
     return Row(entry, cells, {c: sources[c] for c in COLUMNS if c in sources})
 
 

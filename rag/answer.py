@@ -740,8 +740,11 @@ class Answerer:
             # ("We study a family of problems interpolating the two."): then the
             # first where the authors say what they did ("We prove tight minimax
             # regret bounds for m-MAB ...").
+            # Nor the question a paper sets itself ("we question if self-supervised
+            # learning provides new properties to ViT"): DINO's contribution is the
+            # method it then builds.
             alone = [i for i in sorted(ranked) if not _LEANS.search(sents[i])]
-            picked += ([i for i in alone if role[i] == "contribution"]
+            picked += ([i for i in alone if role[i] == "contribution" and not compare.ASKING.search(sents[i])]
                        or [i for i in alone if role[i] != "background" and _OWN.match(sents[i])])[:1]
             if q.survey:
                 # ... and the sentence that holds what the question names (a metric, a

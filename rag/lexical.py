@@ -10,7 +10,8 @@ reading, so that opening it costs the same at 1,000 entries or 1,000,000: a sear
 touches only the pages of the query's terms and of the candidate rows.
 
     bm25s files   bm25s's own save (CSC score matrix: one column per term, the rows
-                  of the entries that hold it, sorted), loaded with mmap=True
+                  of the entries that hold it, sorted), memory-mapped and summed
+                  here (bm25s is imported only to build it)
     vocab-*.npy   the terms, sorted (UTF-8 bytes + offsets); a term's id is its
                   position, which is also its bm25s column
     idf.npy       float64 idf per term id (coverage and has_rarest weights)
@@ -27,7 +28,6 @@ import os
 import shutil
 from pathlib import Path
 
-import bm25s
 import numpy as np
 
 from .text import STOPWORDS, words
@@ -155,16 +155,18 @@ class LexicalIndex:
         ids, sorted_ids, rows = load("ids.npy"), load("ids-sorted.npy"), load("ids-sorted-rows.npy")
         vocab_bytes, vocab_offsets = load("vocab-bytes.npy"), load("vocab-offsets.npy")
         self._idf = load("idf.npy")
-        self._bm25 = bm25s.BM25.load(folder, mmap=True, load_vocab=False,
-                                          show_progress=False) if n else None
+        # bm25s's score matrix, read here rather than through bm25s.BM25.load: bm25s
+        # imports scipy, 0.13 s of every start, and scoring is a sum over a few columns.
+        empty = np.zeros(0, dtype=np.int64)
+        self._data, self._rows, self._indptr = ((load("data.csc.index.npy"), load("indices.csc.index.npy"),
+                                                 load("indptr.csc.index.npy")) if n else (empty, empty, empty))
         # A torn or foreign file shows as sizes that disagree: checked here (a few
         # header reads), never by reading the arrays.
         sizes_ok = (len(ids) == n and len(sorted_ids) == n and len(rows) == n and len(self._idf) == v
                     and len(vocab_offsets) == v + 1 and int(vocab_offsets[-1]) == len(vocab_bytes))
         if n:
-            s = self._bm25.scores
-            sizes_ok = sizes_ok and (int(s["num_docs"]) == n and len(s["indptr"]) == v + 1
-                                     and int(s["indptr"][-1]) == len(s["indices"]) == len(s["data"]))
+            sizes_ok = sizes_ok and (len(self._indptr) == v + 1
+                                     and int(self._indptr[-1]) == len(self._rows) == len(self._data))
         if not sizes_ok:
             raise ValueError(f"lexical cache in {folder} is inconsistent")
         self.ids = _Ids(ids)
@@ -183,6 +185,8 @@ class LexicalIndex:
         folder.mkdir(parents=True)
         n = len(docs)
         if n:
+            import bm25s  # here only: it imports scipy
+
             bm25 = bm25s.BM25(csc_backend="numpy")  # its CSC keeps each term's rows sorted
             bm25.index(([[term_id[t] for t in d] for d in docs], term_id),
                        create_empty_token=False, show_progress=False)
@@ -257,18 +261,19 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every entry (row order of ``ids``)."""
-        q = [i for i in map(self._term_id, terms(query)) if i >= 0]
-        if not q or not len(self.ids):
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self._bm25.get_scores_from_ids(q), dtype=np.float32)
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        # A term's column holds each entry once: no two of its rows add to one score.
+        for i in map(self._term_id, terms(query)):
+            if i >= 0:
+                out[self._rows_with(i)] += self._data[self._indptr[i]:self._indptr[i + 1]]
+        return out
 
     def idf(self, term: str) -> float:
         i = self._term_id(term)
         return float(self._idf[i]) if i >= 0 else 0.0
 
     def _rows_with(self, term_id: int) -> np.ndarray:
-        s = self._bm25.scores
-        return s["indices"][s["indptr"][term_id]:s["indptr"][term_id + 1]]
+        return self._rows[self._indptr[term_id]:self._indptr[term_id + 1]]
 
     def coverage(self, query: str, rows: list[int]) -> list[float]:
         """Share of the query's idf mass found in each given entry, in [0, 1]. Terms

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 from collections import Counter
 
 import bm25s
+
 import numpy as np
 import pytest
 
@@ -90,8 +93,14 @@ def test_on_disk_index_answers_as_the_in_memory_one_did(tmp_path, seed_corpus):
     reopened = LexicalIndex.cached(tmp_path, "r1", lambda: pytest.fail("the cache was rebuilt"))
     _same(reopened, Reference(texts), ids)
     # Its arrays are memory-mapped, not read.
-    assert isinstance(reopened._bm25.scores["indices"], np.memmap)
+    assert isinstance(reopened._rows, np.memmap) and isinstance(reopened._data, np.memmap)
     assert isinstance(reopened._idf, np.memmap)
+    # Opened and searched without bm25s (it imports scipy: 0.13 s of every start).
+    code = ("import sys; from pathlib import Path; from rag.lexical import LexicalIndex; "
+            f"LexicalIndex(Path({str(tmp_path / 'bm25-r1')!r})).scores('bandits regret'); "
+            "print('bm25s' in sys.modules, 'scipy' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split() == ["False", "False"]
 
 
 def test_a_new_revision_replaces_the_old_cache(tmp_path, seed_corpus):

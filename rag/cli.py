@@ -14,7 +14,6 @@ import click
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn,
                            TaskProgressColumn, TextColumn, TimeRemainingColumn)
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 from rich.padding import Padding
@@ -189,10 +188,18 @@ def print_hits(title: str, hits) -> None:
     out.print()
 
 
+def rendered(text: str):
+    """Markdown for the terminal (rich.markdown is imported here: 0.05 s that a
+    search, which shows none, does not pay)."""
+    from rich.markdown import Markdown
+
+    return Markdown(safe(text))
+
+
 def show_markdown(text: str) -> None:
     """Rendered on a terminal; the Markdown itself when piped (`> file.md`)."""
     if out.is_terminal:
-        out.print(Markdown(safe(text)))
+        out.print(rendered(text))
     else:
         echo(text)
 
@@ -494,12 +501,12 @@ def print_answer_live(ask, question: str, *args):
             show()
 
         def on_sentence(sentence) -> None:
-            live.console.print(Markdown(safe(sentence.render())))
+            live.console.print(rendered(sentence.render()))
 
         result = ask(question, *args, on_token=on_token, on_sentence=on_sentence, on_step=on_step)
     ans = getattr(result, "answer", result)
     if ans.table:
-        out.print(Markdown(safe(ans.table_markdown())))
+        out.print(rendered(ans.table_markdown()))
     if ans.interrupted:
         out.print("[yellow](stopped)[/]")
     if ans.cited:

@@ -74,7 +74,7 @@ FIGURE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s*(?:%|x|×|times|points?|bits?|d
 DATA = re.compile(r"\b(?:datasets?|benchmarks?|corpus|corpora|testbeds?|"
                   r"(?:experiment\w*|evaluat\w*|results|tested|applied|apply)(?: [\w-]+){0,4} (?:on|across|in|with|over|to) |"
                   r"real-world|simulat\w*|environments?|tasks?,? (?:such as|including|like|namely)|"
-                  r"(?:on|across|over) (?:the )?[A-Z][\w-]*\d*)")
+                  r"\b(?:[Oo]n|across|over|with) (?:the )?[A-Z][\w-]*\d*)")
 # A name or figure past a sentence's first word ("on ImageNet", "14 tasks"): a
 # setting that names nothing ("with numerical experiments") is not one.
 NAMES = re.compile(r"(?<=\s)(?:[A-Z][\w-]*[A-Z0-9][\w-]*|[A-Z][a-z]+[\w-]*|\d[\d,.]*)\b")
@@ -350,18 +350,22 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
     # (the same sentence twice says nothing new) the words around the data it names;
     # "… presence of offline data." names none, nor does a result without a cue, and
     # then the next best (a trial's "at 34 clinics ... 2,480 adults" beside its result).
-    for i in np.argsort(-s["setting"], kind="stable"):
+    for k, i in enumerate(np.argsort(-s["setting"], kind="stable")):
         if s["setting"][i] < FILLS["setting"]:
             break
-        if i not in taken:
+        cued = [c for c in (DATA, GATHERED, EVALUATION) if c.search(sentences[i])]
+        # A later candidate must name some data: Sophia's "The update is the moving
+        # average of the gradients ..." came after its result's sentence.
+        if i not in taken and (k == 0 or cued):
             sources["setting"], cells["setting"] = int(i), cut(sentences[i])
             break
-        shared = sentences[i]
-        cue = next((c for c in (DATA, GATHERED) if c.search(shared)), EVALUATION)
-        m = cue.search(shared)
-        if m and len(shared[m.end():].split()) >= 3:
-            sources["setting"], cells["setting"] = int(i), around(shared, cue)
-            break
+        if i in taken:
+            shared = sentences[i]
+            cue = next((c for c in (DATA, GATHERED) if c in cued), EVALUATION)
+            m = cue.search(shared)
+            if m and len(shared[m.end():].split()) >= 3:
+                sources["setting"], cells["setting"] = int(i), around(shared, cue)
+                break
     return Row(entry, cells, {c: sources[c] for c in COLUMNS if c in sources})
 
 

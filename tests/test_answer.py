@@ -609,3 +609,24 @@ def test_a_comparison_on_something_one_paper_never_mentions_says_so(answer_with)
     ans, _ = answer_with("How does BiLLM compare with AnyTool on LLaMA2-70B?", "No claim here.")
     assert ans.refused and [e.label for e in ans.cited.values()] == ["AnyTool"]
     assert "does not mention “LLaMA2-70B”" in ans.text
+
+
+def test_a_detail_the_abstract_states_in_one_sentence_is_not_called_missing(seeded_index):
+    """corpus13: "What happened when EQTransformer was run on the continuous recordings
+    from the 2000 Tottori earthquake sequence?" got "does not report what the question
+    asks for" above the sentence that reports it."""
+    from rag.records import Entry, Source
+
+    text = ("Earthquake signal detection and seismic phase picking are challenging tasks. "
+            "Here we present a global deep-learning model for simultaneous earthquake detection and phase picking. "
+            "The model, called EQTransformer, is trained on the STanford EArthquake Dataset (STEAD). "
+            "Applying our model to 5 weeks of continuous data recorded during 2000 Tottori earthquakes in Japan, "
+            "we were able to detect and locate two times more earthquakes.")
+    e = Entry(id="eqt", label="EQTransformer", text=text, source=Source("t.jsonl", 1))
+    answerer = Answerer(seeded_index, FakeModel("No."), load())
+    asks = answerer.analyse
+    assert answerer._states(asks("What happened when EQTransformer was run on the 2000 Tottori data?"), e)
+    # Not when a detail is missing, nor for a name of a kind the abstract does not give.
+    assert not answerer._states(asks("What happened when EQTransformer was run on the 2011 Tohoku data?"), e)
+    assert not answerer._states(asks("Which specific GPU did EQTransformer use on the 2000 Tottori data?"), e)
+    assert not answerer._states(asks("What does EQTransformer do?"), e)  # nothing but its name

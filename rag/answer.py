@@ -513,6 +513,12 @@ class Answerer:
                 ns = [cite(h.entry) for h, _ in kept]
                 emit(Sentence(_lead([(f"{strip_control(h.entry.label)[0]} [{n}]", p)
                                      for (h, p), n in zip(kept, ns)], weak), ns, "lead"))
+            elif not q.survey and not only and len(kept) > 1:
+                # A second paper nearly as sure is named before its quotes, which a
+                # reader took for the first paper's (corpus13: SimCLRv2's after DINOv2's).
+                ns = [cite(h.entry) for h, _ in kept]
+                names = [f"{strip_control(h.entry.label)[0]} [{n}]" for (h, _), n in zip(kept, ns)]
+                emit(Sentence(f"Two entries bear on this: {_join(names, 'and')}.", ns, "lead"))
             try:
                 # One paper found for "Which papers ...?" is told as a single-paper
                 # answer is, not in the one sentence a paper gets beside others.

@@ -231,6 +231,20 @@ def gist(sentence: str, pattern: re.Pattern, most: int) -> str:
     return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
 
 
+def aim(sentence: str, most: int = MAX_WORDS) -> str:
+    """What a sentence introducing a method says the method is ("We introduce BYOL,
+    [a new approach to self-supervised image representation learning]"; "We propose
+    FedCalib, [a federated learning method that improves the calibration of ...]"):
+    the problem column of a paper whose problem is stated only there, so that it does
+    not repeat the approach's cell. The sentence, cut, where it has no such words."""
+    m = INTRODUCES.search(sentence)
+    comma = sentence.find(", ", m.end()) if m else -1
+    rest = sentence[comma + 2:].split() if comma >= 0 else []
+    if len(rest) < 4:
+        return cut(sentence, most)
+    return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
+
+
 def finding(sentence: str, most: int = MAX_WORDS) -> str:
     """A result sentence as a cell: whole when short; else what it found ("… SV,
     DID … reduce the predictive error … by as much as 41%"), where it says "show
@@ -337,6 +351,8 @@ def row(entry: Entry, sentences: list[str], score=None) -> Row:
         sources["problem"] = 0
         taken.discard(pick)
     cells = {c: cut(sentences[sources[c]]) if c in sources else MISSING[c] for c in COLUMNS}
+    if "problem" in sources and sources["problem"] == sources.get("approach"):
+        cells["problem"] = aim(sentences[sources["problem"]])
     if "result" in sources:  # a long result keeps what was found, not its lead-in
         cells["result"] = finding(sentences[sources["result"]])
     for col in ("problem", "approach", "result"):

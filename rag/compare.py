@@ -62,6 +62,10 @@ STATEMENT = re.compile(r"\b(?:problem of|question of|we (?:study|address|investi
 # A question the paper sets itself ("we question if self-supervised learning
 # provides new properties to ViT"): its problem, not its approach.
 ASKING = re.compile(r"\bwe (?:question|ask|investigate|examine|explore|study) (?:if|whether|how|why|what)\b", re.I)
+# The paper's own limits, told after its results ("We examine the limitations of
+# Lion", "SCD is, however, restricted to ..."): not the problem it takes on.
+LIMITS = re.compile(r"\b(?:limitations? of (?:our|the proposed|this|\w+ (?:and|to))|restricted to|"
+                    r"does not (?:yet )?(?:handle|address|apply)|future work)\b", re.I)
 # What a finding is told with ("we show that", "outperforms", a bound).
 FINDING = re.compile(r"\b(?:we (?:show|prove|find|demonstrate|establish|observe|obtain|derive)|"
                      r"(?:show|shows|showing|demonstrat\w*|reveal\w*|indicat\w*|confirm\w*|"
@@ -240,7 +244,7 @@ def aim(sentence: str, most: int = MAX_WORDS) -> str:
     m = INTRODUCES.search(sentence)
     comma = sentence.find(", ", m.end()) if m else -1
     rest = sentence[comma + 2:].split() if comma >= 0 else []
-    if len(rest) < 4:
+    if len(rest) < 4 or rest[0].lower() not in ("a", "an", "the", "which", "that"):  # not an apposition
         return cut(sentence, most)
     return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
 
@@ -269,7 +273,7 @@ def scores(sentences: list[str], judged: dict[str, list[float]], p: np.ndarray) 
     first = (np.arange(n) == 0).astype(float)
     out = {
         "problem": 0.6 * (bg + contribution) + 0.6 * gap + 0.3 * statement - 0.6 * first * (1 - gap)
-        - 0.3 * place - 0.5 * has(DEFINITION),
+        - 0.3 * place - 0.5 * has(DEFINITION) - 0.6 * has(LIMITS),
         "approach": contribution + 0.3 * method - 0.5 * bg - has(ASKING),
         "result": result + 0.3 * has(FIGURE) + 0.4 * has(FINDING) + 0.15 * place,
         "setting": 0.6 * np.maximum(has(DATA), has(GATHERED) * has(COUNT)) + 0.3 * has(EVALUATION) + 0.3 * (result + method) + NAMED_WEIGHT * (has(NAMES) - 1),

@@ -17,9 +17,14 @@ from .text import is_survey, specific_terms
 # problem it addresses, or its code and links. Answers leave those parts out
 # otherwise (rag/roles.py tells them apart).
 _WANTS = {
-    "background": re.compile(r"\b(?:why|motivat\w*|background|problems?|challenges?|limitations?|"
-                             r"gaps?|prior work|previous work|existing (?:methods|work|approaches)|"
-                             r"context|issues?|shortcomings?|difficult\w*)\b", re.I),
+    # "problem", "gap", "context" in a question are mostly its topic ("hard discrete
+    # problems", "whether the problem is feasible", "in-context"): asked for only as
+    # "what problem ...", "the challenge it addresses".
+    "background": re.compile(r"\b(?:why|motivat\w*|background|limitations?|prior work|previous work|"
+                             r"existing (?:methods|work|approaches)|shortcomings?|"
+                             r"(?:what|which) (?:\w+ )?(?:problems?|challenges?|gaps?|issues?|difficult\w*)|"
+                             r"(?:problems?|challenges?|gaps?|issues?) (?:\w+ ){0,4}?(?:address|solve|tackle|"
+                             r"overcome|fill|close)\w*)\b", re.I),
     "other": re.compile(r"\b(?:code|github|repository|repo|url|link|website|project page|"
                         r"released?|available|open[- ]source\w*|download\w*)\b", re.I),
 }

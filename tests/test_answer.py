@@ -630,3 +630,22 @@ def test_a_detail_the_abstract_states_in_one_sentence_is_not_called_missing(seed
     assert not answerer._states(asks("What happened when EQTransformer was run on the 2011 Tohoku data?"), e)
     assert not answerer._states(asks("Which specific GPU did EQTransformer use on the 2000 Tottori data?"), e)
     assert not answerer._states(asks("What does EQTransformer do?"), e)  # nothing but its name
+
+
+def test_background_is_asked_for_by_why_and_what_problem_not_by_a_topic_word():
+    from rag.query import Query
+
+    for asks in ("What problem does BiLLM address?", "Why does feedback alignment work?",
+                 "Which challenges does AnyTool tackle?", "What are the limitations of prior work?"):
+        assert Query.analyse(asks).wants == {"background"}, asks
+    for topic in ("I remember a paper on checking whether the problem is feasible",
+                  "How can a model predict answers to hard discrete problems?",
+                  "Does in-context learning in LLaMa work like gradient descent?"):
+        assert not Query.analyse(topic).wants, topic
+
+
+def test_a_paper_described_that_no_search_finds_is_not_in_the_collection(answer_with):
+    ans, _ = answer_with("What does the paper on autonomous driving say about this?", "No claim here.")
+    assert ans.refused and not ans.cited  # no "does not report" notice on some other paper
+    ans, _ = answer_with("Is there a paper about stealing watermarks from LLMs?", "No claim here.")
+    assert not ans.refused and [e.label for e in ans.cited.values()][:1] == ["watermark stealing"]

@@ -76,11 +76,6 @@ SECOND = 0.3
 # finds two papers at 0.97 and 0.95, and "image generation" three above 0.85.
 DESCRIBED = 0.8
 DESCRIBED_GAP = 0.3
-# ... and under which no entry is the paper described ("a paper on speaker
-# diarization": 0.42, "the paper on autonomous driving": 0.10). On the eval sets the
-# six "paper on X" questions under it are unanswerable; the sixteen answerable ones
-# find their paper at 0.94 or more.
-UNCOVERED = 0.5
 ABOUT = 0.5  # the judge: the question is about the entry's paper (near miss when not answered)
 SUPPORTED = 0.5  # the judge: a source supports a statement
 CONFIDENT = 0.4  # fused probability below which the answer opens with a caution
@@ -415,15 +410,7 @@ class Answerer:
         readings = self.read(QUESTION, q.text, [h.entry for h in pool])
         kept = [(h, 1.0) for h in pool] if only else self.select(q, pool, readings)
         read = {h.entry.id: r for h, r in zip(pool, readings)}
-        # "What does the paper on autonomous driving say about this?": a paper the
-        # question describes that a search for the description does not find is not
-        # in the collection, though the judge read every entry as that paper (0.99).
-        on = None if only else _PAPER_ON.search(q.text)
-        uncovered = bool(on) and len(content_words(on.group(1))) >= 2 and max(
-            (h.score for h in self.index.search(on.group(1), 1)), default=0.0) < UNCOVERED
-        if uncovered:
-            kept = []
-        elif not kept and not q.survey and not only:
+        if not kept and not q.survey and not only:
             # The paper asked about, read as not answering, whose one sentence holds
             # every detail the question gives besides its name, answers it: "What
             # happened when EQTransformer was run on ... the 2000 Tottori earthquake
@@ -494,7 +481,7 @@ class Answerer:
                 emit(Sentence(f"The abstracts of {_join(names, 'and')} do not {_gap(absent, how)}", ns, "verified"))
             elif kept:
                 gap(kept[0][0].entry, _gap(absent, how), nearest=True)
-            elif near and near[1].about >= ABOUT and not q.survey and not uncovered:
+            elif near and near[1].about >= ABOUT and not q.survey:
                 gap(near[0].entry, self._missing(q, near[0].entry), nearest=True)
             else:
                 emit(Sentence("The collection does not cover this question; the closest entries "
@@ -1012,10 +999,6 @@ _LIST_CUES = frozenset({"including", "such", "e.g", "namely"})
 _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:what|how|which|when|why|"
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][a-z]{2,})\b(?!-)")
-# "the paper on X", "a paper about X": X, up to what the question asks of it.
-_PAPER_ON = re.compile(r"\b(?:a|the|any) (?:paper|work|study|article)s? (?:on|about)\s+(.+?)"
-                       r"(?=\s*[-–—,;:]\s|\s+(?:say|says|said|report|reports|find|finds|argue|argues|in (?:the|this) "
-                       r"collection|here)\b|\s*\?|\s*$)", re.I)
 _CALLED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+([\w-]+)")
 _QUESTION_WORDS = frozenset("What Which How Does Did Do Is Are Can Could When Where Why Who".split())
 

@@ -643,9 +643,3 @@ def test_background_is_asked_for_by_why_and_what_problem_not_by_a_topic_word():
                   "Does in-context learning in LLaMa work like gradient descent?"):
         assert not Query.analyse(topic).wants, topic
 
-
-def test_a_paper_described_that_no_search_finds_is_not_in_the_collection(answer_with):
-    ans, _ = answer_with("What does the paper on autonomous driving say about this?", "No claim here.")
-    assert ans.refused and not ans.cited  # no "does not report" notice on some other paper
-    ans, _ = answer_with("Is there a paper about stealing watermarks from LLMs?", "No claim here.")
-    assert not ans.refused and [e.label for e in ans.cited.values()][:1] == ["watermark stealing"]

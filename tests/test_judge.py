@@ -133,3 +133,28 @@ def test_search_questions_pair_with_their_evidence_and_siblings_with_nothing():
     assert check_queries({"id": "t-001", "searches": searches, "siblings": siblings}, "x", {"t-001": rec}) == []
     same = [dict(siblings[0], q=searches[0]["q"])] + siblings[1:]
     assert check_queries({"id": "t-001", "searches": searches, "siblings": same}, "x", {"t-001": rec})
+
+
+def test_topics_pair_with_papers_filed_under_them_and_not_with_unrelated_ones():
+    sys.path.insert(0, str(ROOT / "training" / "judge"))
+    import random
+
+    from pairs import topic_pairs
+
+    def rec(rid, field, topics, words):
+        return {"id": rid, "field": field, "topics": topics, "roles": ["background", "contribution"],
+                "sentences": [f"Background on {words}.", f"We propose a method for {words}."]}
+
+    bandits = rec("w3-001", "bandits", ["multi-armed bandits"], "regret of arm pulls")
+    records = [bandits,
+               rec("w3-002", "bandits", ["offline multi-armed bandits"], "logged arm pulls"),
+               rec("w3-003", "multi-agent RL", ["multi-agent reinforcement learning"], "agent diversity"),
+               rec("w3-004", "bandits", ["dueling bandits"], "pairwise preferences"),
+               rec("w6-001", "astronomy", ["exoplanet detection"], "transit photometry")]
+    out = topic_pairs(bandits, records, random.Random(0))
+    assert any("logged arm pulls" in p.second and p.answers == 1 == p.about for p in out)
+    assert any("agent diversity" in p.second and p.answers == 0 == p.about for p in out)
+    assert any("transit photometry" in p.second and p.answers == 0 for p in out)
+    # "dueling bandits" shares "bandits" without holding the topic: a reader might file
+    # it under multi-armed bandits or not, so it is left out.
+    assert not any("pairwise preferences" in p.second for p in out)

@@ -29,6 +29,7 @@ import random
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -223,7 +224,84 @@ def query_pairs(rec: dict, rng: random.Random) -> list[Pair]:
     return out
 
 
-def build(records: list[dict], seed: int = 13, queries: bool = True) -> tuple[list[Pair], list[Pair]]:
+TOPIC_TASKS = ("q-topic", "q-not-topic")  # the survey tasks: record_pairs' and topic_pairs'
+# Words that name no topic by themselves: "security of machine learning" and a paper
+# that says "learning" share nothing a reader files papers under.
+_GENERIC = frozenset("""learning machine model models neural network networks deep data method methods
+approach approaches based using large via towards toward new study studies analysis system systems
+problem problems task tasks""".split())
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 4 and word.endswith("s") else word
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in _words(text) if len(w) > 2} - {"the", "and", "for", "with", "from"}
+
+
+@lru_cache(maxsize=None)
+def _record_stems(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(_stems(text)), frozenset(_words(text))
+
+
+def topic_pairs(rec: dict, records: list[dict], rng: random.Random) -> list[Pair]:
+    """A record's topics read against other papers (the survey membership the
+    pipeline asks of every retrieved entry):
+
+    - x a paper one of whose own topics holds every word of it ("reinforcement
+      learning" x a paper filed under "offline reinforcement learning"): answers 1,
+      about 1, on the window with that paper's first contribution sentence;
+    - x a paper of the same field group that shares none of its telling words (not
+      "learning", "models" ...) in its text, field or topics, the one sharing most of
+      the record's own words (a hard negative), and x such a paper of another group:
+      answers 0, about 0, on its contribution window and on one other window.
+    A paper that shares some telling words without holding the topic is left out:
+    a reader might file it under the topic or not.
+    """
+    group = rec["id"].split("-")[0]
+    rw = _record_stems(" ".join(rec["sentences"]))[1]
+    own = {o["id"]: [_record_stems(t)[0] for t in o.get("topics", [])] for o in records}
+    out: list[Pair] = []
+
+    def shows(o: dict) -> list[tuple[int, int]]:
+        roles = o.get("roles", [])
+        first = roles.index("contribution") if "contribution" in roles else 0
+        return [sp for sp in windows(len(o["sentences"])) if sp[0] <= first < sp[1]]
+
+    def add(topic: str, o: dict, span: tuple[int, int], label: int, task: str) -> None:
+        out.append(Pair(first_segment(QUESTION, rng.choice(SURVEY_FORMS).format(topic)),
+                        passage(_name(o, rng), o["sentences"][span[0]:span[1]]), label, label, task, rec["id"]))
+
+    for topic in rec.get("topics", []):
+        stems = _stems(topic)
+        telling = stems - _GENERIC
+        if not telling:
+            continue
+        holds, disjoint = [], []
+        for o in records:
+            if o["id"] == rec["id"] or not o.get("topics"):
+                continue
+            if any(stems <= t for t in own[o["id"]]):
+                holds.append(o)
+            elif not telling & _record_stems(" ".join(o["sentences"] + o["topics"] + [o["field"]]))[0]:
+                disjoint.append(o)
+        if holds:
+            o = rng.choice(holds)
+            add(topic, o, rng.choice(shows(o)), 1, "q-topic-shared")
+        near = [o for o in disjoint if o["id"].split("-")[0] == group]
+        far = [o for o in disjoint if o["id"].split("-")[0] != group]
+        picks = ([max(near, key=lambda o: len(rw & _record_stems(" ".join(o["sentences"]))[1]))] if near else []) + \
+            ([rng.choice(far)] if far else [])
+        for o in picks:
+            add(topic, o, rng.choice(shows(o)), 0, "q-topic-other-field" if o in far else "q-topic-unrelated")
+            add(topic, o, rng.choice(windows(len(o["sentences"]))), 0,
+                "q-topic-other-field" if o in far else "q-topic-unrelated")
+    return out
+
+
+def build(records: list[dict], seed: int = 13, queries: bool = True,
+          topics: bool = False) -> tuple[list[Pair], list[Pair]]:
     """(train, validation) pairs; the split is by record, so no abstract is in both.
     The search-question pairs come after the rest from their own random stream, so
     the other pairs are the same with or without them (shuffled in another order)."""
@@ -235,6 +313,10 @@ def build(records: list[dict], seed: int = 13, queries: bool = True) -> tuple[li
         qrng = random.Random(seed + 1)
         for rec in records:
             (val if is_validation(rec["id"]) else train).extend(query_pairs(rec, qrng))
+    if topics:
+        trng = random.Random(seed + 2)
+        for rec in records:
+            (val if is_validation(rec["id"]) else train).extend(topic_pairs(rec, records, trng))
     rng.shuffle(train)
     return train, val
 

@@ -38,7 +38,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import torch  # noqa: E402
 from transformers import BertModel  # noqa: E402
 
-from pairs import QUERY_TASKS, Pair, build, load_records  # noqa: E402
+from pairs import QUERY_TASKS, TOPIC_TASKS, Pair, build, load_records  # noqa: E402
 from rag.embed import model_dir  # noqa: E402
 from rag.judge import MAX_TOKENS, MODEL_DIR, Judge, encode  # noqa: E402
 
@@ -162,17 +162,21 @@ def main() -> None:
                          "siblings, each read against two windows, so answered pairs are outnumbered 2:1)")
     ap.add_argument("--no-queries", action="store_true",
                     help="leave out data/queries/ (how the judges before it were trained)")
+    ap.add_argument("--topics", action="store_true",
+                    help="add each record's topics read against other papers (pairs.py topic_pairs); "
+                         "with --replay, the survey pairs are the new ones")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="also evaluate this ONNX judge (the one shipped before) on the same validation pairs")
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    train, val = build(load_records(), args.seed, queries=not args.no_queries)
+    train, val = build(load_records(), args.seed, queries=not args.no_queries, topics=args.topics)
     if args.replay is not None:
-        new = [p for p in train if p.task.startswith(QUERY_TASKS)]
+        fresh = TOPIC_TASKS if args.topics else QUERY_TASKS
+        new = [p for p in train if p.task.startswith(fresh)]
         new += [p for p in new if p.task.startswith("q-search") and p.answers == 1] * (args.search_repeat - 1)
-        old = [p for p in train if not p.task.startswith(QUERY_TASKS)]
+        old = [p for p in train if not p.task.startswith(fresh)]
         train = new + random.Random(args.seed).sample(old, int(args.replay * len(old)))
         random.Random(args.seed).shuffle(train)
     if args.tiny:

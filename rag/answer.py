@@ -457,12 +457,19 @@ class Answerer:
         def gap(entry: Entry, what: str, nearest: bool = False) -> None:
             n = cite(entry)
             name = strip_control(entry.name)[0]
-            emit(Sentence(f"The abstract of {name} does not {what}", [n], "verified"))
+            # Nothing the question names is missing and no figure is asked for: only
+            # the judge's low reading says the abstract lacks the answer, and it
+            # misses answers in other words ("Where was EQTransformer tested, and on
+            # which earthquake?" read the Tottori sentence at 0.06). So the notice
+            # says no more than that, and shows the two closest sentences.
+            unsaid = what == _UNSAID
+            emit(Sentence(f"The abstract of {name} may not answer this; its closest sentences follow" if unsaid
+                          else f"The abstract of {name} does not {what}", [n], "verified"))
             # A notice that stands alone on the paper asked about is followed by what
             # the abstract reports closest to the question (not after an answer's
             # own quotes, which it would repeat).
             if nearest and not q.survey and read.get(entry.id) and read[entry.id].about >= ABOUT:
-                for text in self._nearest(entry, q):
+                for text in self._nearest(entry, q, 2 if unsaid else 1):
                     emit(Sentence(text, [n], "quoted"))
 
         if not kept or (absent and not partial) or lacking:
@@ -671,9 +678,9 @@ class Answerer:
         if absent:
             return _gap(absent, "")
         quantity = _QUANTITY.search(_asking(q.text))
-        return _gap([_figure_asked(quantity)], "guess") if quantity else "report what the question asks for"
+        return _gap([_figure_asked(quantity)], "guess") if quantity else _UNSAID
 
-    def _nearest(self, entry: Entry, q: Query) -> list[str]:
+    def _nearest(self, entry: Entry, q: Query, most: int = 1) -> list[str]:
         """What the abstract reports closest to a question it does not answer: the
         nearby detail a researcher looks for next ("80.1% top-1 in linear evaluation"
         when k-NN accuracy is asked), and the evidence to see through a notice the
@@ -687,8 +694,8 @@ class Answerer:
         # After a figure, the best result that gives one (the judge ranked "for more
         # than 50 years" of background first for a median GDT).
         figured = [i for i in ranked if role[i] == "result" and _FIGURE.search(sents[i])]
-        best = (figured if _QUANTITY.search(q.text) else [])[:1] or ranked[:1]
-        return [compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=True) for i in best]
+        best = (figured if _QUANTITY.search(q.text) else [])[:1] or ranked[:most]
+        return [compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=True) for i in sorted(best)]
 
     def _budget(self, name: str, values: dict[str, str]) -> int:
         """Tokens of abstract text one call may carry: the per-call budget, within
@@ -1220,6 +1227,9 @@ def _join(terms: list[str], word: str = "or") -> str:
 def _figure_asked(quantity: re.Match) -> str:
     """The figure a "how many" / "what ... rate" question asks for, as a notice names it."""
     return f"the {quantity.group('what') or 'figure'} asked for"
+
+
+_UNSAID = "report what the question asks for"  # _missing with nothing named or figured absent
 
 
 def _gap(absent: list[str], how: str) -> str:

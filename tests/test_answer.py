@@ -142,6 +142,16 @@ def test_near_miss_after_a_figure_names_the_figure_and_quotes_the_nearest_result
     assert "8.41 perplexity" in ans.sentences[1].text
 
 
+def test_near_miss_with_nothing_named_missing_is_a_hedge_over_the_two_closest_sentences(answer_with):
+    # Only the judge's reading says the abstract lacks the answer, and it misses
+    # answers in other words (corpus13: "Where was EQTransformer tested, and on which
+    # earthquake?" was told the abstract "does not report" the Tottori run it gives).
+    ans, model = answer_with("Does BiLLM work for encoder-only models?", "Yes.")
+    assert ans.refused and model.prompts == []
+    assert notice(ans) == "The abstract of BiLLM may not answer this; its closest sentences follow [1]."
+    assert len(ans.sentences) == 3 and "does not" not in ans.text
+
+
 def test_near_miss_number_is_matched_whole_and_named_with_its_unit(answer_with):
     # The BiLLM abstract has "8.41" and "1.08-bit" but no 4 on its own.
     ans, model = answer_with("How are large language models quantized to 4 bits?", "With BiLLM.")

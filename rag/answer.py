@@ -516,16 +516,15 @@ class Answerer:
             # "Which papers ...?": which ones first, then what each says; one paper
             # found is named first only when it is not a sure match (a weak one has
             # the caution).
-            if q.survey and not only and (len(kept) > 1 or not weak and kept[0][1] < SURE):
-                ns = [cite(h.entry) for h, _ in kept]
-                emit(Sentence(_lead([(f"{strip_control(h.entry.label)[0]} [{n}]", p)
-                                     for (h, p), n in zip(kept, ns)], weak), ns, "lead"))
-            elif not q.survey and not only and len(kept) > 1:
-                # A second paper nearly as sure is named before its quotes, which a
-                # reader took for the first paper's (corpus13: SimCLRv2's after DINOv2's).
+            if not only and (len(kept) > 1 or q.survey and not weak and kept[0][1] < SURE):
                 ns = [cite(h.entry) for h, _ in kept]
                 names = [f"{strip_control(h.entry.label)[0]} [{n}]" for (h, _), n in zip(kept, ns)]
-                emit(Sentence(f"Two entries bear on this: {_join(names, 'and')}.", ns, "lead"))
+                if q.survey:
+                    emit(Sentence(_lead([(name, p) for name, (_, p) in zip(names, kept)], weak), ns, "lead"))
+                else:
+                    # A second paper nearly as sure is named before its quotes, which a
+                    # reader took for the first paper's (corpus13: SimCLRv2's after DINOv2's).
+                    emit(Sentence(f"Two entries bear on this: {_join(names, 'and')}.", ns, "lead"))
             try:
                 # One paper found for "Which papers ...?" is told as a single-paper
                 # answer is, not in the one sentence a paper gets beside others.

@@ -232,7 +232,12 @@ def gist(sentence: str, pattern: re.Pattern, most: int) -> str:
         return cut(sentence, 2 * most)  # the claim with its condition, or no claim at all
     if len(rest) < 3:
         return cut(sentence, most)
-    return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
+    return _tail(rest, most)
+
+
+def _tail(words: list[str], most: int) -> str:
+    """Words from inside a sentence, at most ``most``, marked "…" where cut."""
+    return "… " + " ".join(words[:most]).rstrip(",;:") + (" …" if len(words) > most else "")
 
 
 def aim(sentence: str, most: int = MAX_WORDS) -> str:
@@ -246,7 +251,7 @@ def aim(sentence: str, most: int = MAX_WORDS) -> str:
     rest = sentence[comma + 2:].split() if comma >= 0 else []
     if len(rest) < 4 or rest[0].lower() not in ("a", "an", "the", "which", "that"):  # not an apposition
         return cut(sentence, most)
-    return "… " + " ".join(rest[:most]).rstrip(",;:") + (" …" if len(rest) > most else "")
+    return _tail(rest, most)
 
 
 def finding(sentence: str, most: int = MAX_WORDS) -> str:

@@ -207,12 +207,9 @@ def around(sentence: str, pattern: re.Pattern, most: int = SETTING_WORDS) -> str
     return ("… " if start else "") + part + (" …" if start + most < len(ws) else "")
 
 
-# What a contribution sentence proposes, and what a result sentence found, start
-# after these words: a synthesis that sets papers side by side quotes only that.
-PROPOSES = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|first\s+|also\s+)?"
-                      r"(?:propose|introduce|present|develop|design|devise|study|analy[sz]e|provide)s?\b\s*", re.I)
 INTRODUCES = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:\w+ly\s+)?(?:propose|introduce|present|develop|"
                         r"design|devise)s?\b", re.I)  # a method of its own, not "we study"
+# What a result sentence found starts after these words.
 FINDS = re.compile(r"\b(?:show|demonstrate|indicate|find|reveal|confirm|prove|suggest)s?\s+that\s+", re.I)
 
 

@@ -58,6 +58,7 @@ class Relation:
     frame: str  # "{papers} all address …", or the lead before a list of quotes
     papers: list[tuple[Entry, str]]  # each paper with its quoted words ("" when none)
     others: list[Entry] = field(default_factory=list)  # named by "{others}"
+    verbs: list[str] = field(default_factory=list)  # "proposes", before each paper's quote
 
     def render(self, mark: Callable[[Entry], str]) -> str:
         def named(e: Entry) -> str:
@@ -70,7 +71,9 @@ class Relation:
         if "{papers}" in self.frame:
             return self.frame.format(papers=listed([e for e, _ in self.papers]),
                                      others=listed(self.others) if self.others else "")
-        return self.frame + " " + "; ".join(f"{named(e)}: “{q}”" for e, q in self.papers) + "."
+        verbs = self.verbs or [":"] * len(self.papers)
+        return self.frame + " " + "; ".join(f"{named(e)}{'' if v == ':' else ' '}{v} “{q}”"
+                                            for (e, q), v in zip(self.papers, verbs)) + "."
 
 
 @dataclass
@@ -372,7 +375,6 @@ def statements(said: list[Sentence], row: compare.Row, sentences: list[str], n: 
 
 
 OTHERS = "Other papers"
-RELATED_WORDS = 24  # of a paper's own words quoted in a theme's synthesis
 # What kind of results a paper reports, from its whole abstract: proved (and not
 # measured), or measured (and not proved); a paper that does both is in neither.
 # Digits do not tell them apart: "$\varepsilon>0$" is no measurement, and "raise the
@@ -399,11 +401,53 @@ def _role(row: compare.Row, column: str, answerer: Answerer) -> str:
     return "" if i is None else answerer.roles(row.entry)[i]
 
 
+# Where the phrase a paper proposes ends: at a clause or an aside ("we propose
+# [an online policy MIN-UCB], which outperforms UCB ...").
+_CLAUSE = re.compile(r"[,:;]|\s(?:which|that|where|whose|while|whereas)\s")
+PROPOSAL_WORDS = 14
+_LEANS = re.compile(r"\s(?:to|for|with|that|in order to)\s(?=(?:\S+\s){0,5}?(?:them|it|they|their|its|these|those)\b)", re.I)
+_VERB = re.compile(r"(propose|introduce|present|develop|design|devise)s?\b", re.I)
+
+
+def proposal(sentence: str) -> tuple[str, str] | None:
+    """The verb and the noun phrase of what a contribution sentence proposes ("we
+    develop [a novel reinforcement learning algorithm with two key contributors]: …"
+    gives "develops" and the bracketed words); None when the sentence does not
+    introduce a method of its own ("we propose …", not "we study …"), or qualifies
+    it, or the phrase is a single word."""
+    m = compare.INTRODUCES.search(sentence)
+    if not m or compare.QUALIFIER.search(sentence[:m.start()]):
+        return None
+    rest = sentence[m.end():].lstrip()
+    # A relative clause ends the phrase only once it names something ("a framework
+    # that …" says nothing before "that").
+    end = next((b for b in _CLAUSE.finditer(rest)
+                if b.group(0) in ",:;" or len(rest[:b.start()].split()) >= 3), None)
+    phrase = rest[:end.start()] if end else rest
+    # A bare name ("we propose *online cascade learning*, the first approach to ...")
+    # says what it is in the apposition after it.
+    if end and rest[end.start():end.start() + 2] == ", " and len(phrase.split()) <= 4:
+        after = rest[end.end():].lstrip()
+        if re.match(r"(?:a|an|the)\s", after, re.I):
+            more = _CLAUSE.search(after)
+            phrase = f"{phrase}, {after[:more.start()] if more else after}"
+    # "… a splitting search to group and binarize them": the pronoun's referent is
+    # in another sentence, so the phrase stops before the words that lean on it.
+    lean = _LEANS.search(phrase)
+    if lean:
+        phrase = phrase[:lean.start()]
+    ws = phrase.rstrip(" .").split()
+    if len(ws) < 2 or ws[0].lower() == "to":  # "we propose to understand CLIP ..." names no method
+        return None
+    verb = _VERB.search(m.group(0)).group(1).lower() + "s"
+    return verb, " ".join(ws[:PROPOSAL_WORDS]) + (" …" if len(ws) > PROPOSAL_WORDS else "")
+
+
 def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Relation]:
     """Two or three sentences that relate a theme's papers, all from their own words:
     what they share (the theme's name, where each paper states it outside its
-    background), how their approaches differ (each one's approach, quoted), and
-    what kind of result each reports (measured against proved) with its words."""
+    background), how their approaches differ (what each proposes, quoted), and what
+    kind of result each reports (proved against measured)."""
     out: list[Relation] = []
     phrase = tuple(t for w in theme.name.split() for t in terms(w)[:1])
     sharing = [e for e in theme.entries if phrase and _phrase_in(
@@ -419,27 +463,25 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
     def source(r: compare.Row, column: str) -> str:
         return answerer.sentences(r.entry)[r.sources[column]]
 
-    def said(r: compare.Row, column: str, pattern: re.Pattern) -> str:
-        return compare.gist(source(r, column), pattern, RELATED_WORDS)
-
-    # ... and says that it proposes: "Our analysis reveals ..." is a finding.
-    approaches = [(r.entry, said(r, "approach", compare.PROPOSES)) for r in rows
+    # What each proposes, as the short phrase after its verb: the bullets below
+    # quote the whole sentence, and a synthesis that quoted it too only repeated them.
+    approaches = [(r.entry, *found) for r in rows
                   if _role(r, "approach", answerer) in ("contribution", "method")
-                  and compare.PROPOSES.search(source(r, "approach"))]
+                  and (found := proposal(source(r, "approach")))]
     if len(approaches) >= 2:
-        out.append(Relation("They differ in approach:", approaches))
-    results = [r for r in rows if _role(r, "result", answerer) == "result"]
-    # (proves, measures) per paper, read once from its whole abstract
+        out.append(Relation("They differ in approach:", [(e, phrase) for e, _, phrase in approaches],
+                            verbs=[verb for _, verb, _ in approaches]))
+    # (proves, measures) per paper, read once from its whole abstract; the results
+    # themselves are the bullets'.
     kind = {r.entry.id: (bool(_THEORY.search(t)), bool(_MEASURED.search(t)))
             for r in rows for t in [" ".join(answerer.sentences(r.entry))]}
-    proved = [r for r in rows if kind[r.entry.id] == (True, False)]
-    measured = [r for r in rows if kind[r.entry.id] == (False, True)]
+    proved = [r.entry for r in rows if kind[r.entry.id] == (True, False)]
+    measured = [r.entry for r in rows if kind[r.entry.id] == (False, True)]
     if proved and measured:
         out.append(Relation(f"{{papers}} {'prove' if len(proved) > 1 else 'proves'} {'their' if len(proved) > 1 else 'its'} "
                             f"results, while {{others}} {'measure' if len(measured) > 1 else 'measures'} "
                             f"{'theirs' if len(measured) > 1 else 'its'}.",
-                            [(r.entry, "") for r in proved], [r.entry for r in measured]))
-    elif len(results) >= 2:
-        out.append(Relation("Their main results:",
-                            [(r.entry, said(r, "result", compare.FINDS)) for r in results]))
+                            [(e, "") for e in proved], measured))
+    elif len(proved) >= 2:
+        out.append(Relation("{papers} prove their results rather than measure them.", [(e, "") for e in proved]))
     return out

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rag.answer import Answerer
 from rag.bibtex import citation_keys
 from rag.prompts import load
-from rag.review import WRITE_TRIES, group, review, themes
+from rag.review import WRITE_TRIES, group, proposal, review, themes
 
 from fakes import FakeModel
 
@@ -55,6 +55,26 @@ def test_theme_synthesis_relates_its_papers_in_their_own_words(answerer):
             assert r.render(lambda e: f"[{rv.numbers[e.id]}]") in md
     assert all(r.render(lambda e: f"[@{rv.keys()[e.id]}]") in rv.markdown("pandoc")
                for t in related for r in t.relations)
+
+
+def test_synthesis_names_what_each_paper_proposes_in_a_phrase_not_the_bullets_sentence():
+    # The bullets quote the whole sentence; the theme's synthesis sets the papers
+    # side by side by the phrase after "we propose", the paper's own words.
+    assert proposal("In complement, we propose an online policy MIN-UCB, which outperforms UCB when "
+                    "a bound is given.") == ("proposes", "an online policy MIN-UCB")
+    # A bare name is told by its apposition.
+    assert proposal("We introduce BYOL, a new approach to self-supervised image representation learning.") == \
+        ("introduces", "BYOL, a new approach to self-supervised image representation learning")
+    # Words leaning on another sentence's referent are left out.
+    assert proposal("Then, for the non-salient weights, we propose an optimal splitting search to group "
+                    "and binarize them accurately.") == ("proposes", "an optimal splitting search")
+    # "a framework that ..." is not cut to "a framework".
+    assert proposal("We present a framework that routes queries to small models.") == \
+        ("presents", "a framework that routes queries to small models")
+    # Neither a study, nor a proposal to do something, nor a qualified claim names a method.
+    assert proposal("We study the problem of pure exploration.") is None
+    assert proposal("We propose to understand CLIP from the optimal transport perspective.") is None
+    assert proposal("If labels are scarce, we propose a new loss.") is None
 
 
 def test_bibtex_has_exactly_the_cited_entries_and_round_trips(answerer, tmp_path):
@@ -323,9 +343,7 @@ def test_a_shared_setting_sentence_is_shown_around_its_data():
     assert compare.around(s, compare.DATA, 6) == "Experiments on the ImageNet and COCO …"
     assert compare.around("We report " + "many " * 5 + "results on ImageNet.", compare.DATA, 6) == \
         "… many many many results on ImageNet."
-    # A theme's synthesis quotes what each paper proposes and found, not the lead-in.
-    assert compare.gist("Seeing this, we propose an optimal splitting search to group weights.",
-                        compare.PROPOSES, 16) == "… an optimal splitting search to group weights."
+    # A result cell quotes what a paper found, not the lead-in.
     assert compare.gist("The results show that X beats Y on Z.", compare.FINDS, 3) == "… X beats Y …"
     # A condition before "we show that" stays with the claim it qualifies.
     qualified = "Without a bound on their gap, we show that no policy can beat UCB."

@@ -37,6 +37,13 @@ _OVERVIEW = re.compile(r"^\s*(?:what(?:'s| is| are| was)\s+(?!the (?:[\w-]+ ){1,
                        r"(?:idea|contribution|point|finding|result|takeaway)s?\b|how (?:does|do) .{1,60} work\b)",
                        re.I)
 
+# "Is there a paper on ...?", "Has anyone ...?", "Does the collection have ...?": whether
+# the collection holds such a paper at all, so a paper near the topic is no answer.
+_EXISTS = re.compile(r"^\W*(?:(?:so|and|but|also|ok|okay),?\s+)?(?:is there|are there|has (?:anyone|someone|any(?:body|one)?)|"
+                     r"have (?:any|anyone)|does (?:anyone|anybody|any)|do (?:any|you have)|"
+                     r"does (?:the|this|your) (?:collection|set|corpus|library)|any (?:papers?|work|research|studies|methods)\b)",
+                     re.I)
+
 # What a question calls a paper ("the RICE paper", "the one on ...").
 NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
 
@@ -71,6 +78,7 @@ class Query:
     specifics: frozenset[str]  # numbers, acronyms and names it gives
     wants: frozenset[str] = frozenset()  # "background", "other": parts asked for
     overview: bool = False  # after a paper as a whole ("What is BiLLM?")
+    exists: bool = False  # whether the collection has such a paper ("Is there work on ...?")
 
     @classmethod
     def analyse(cls, text: str, search: str | None = None) -> "Query":
@@ -80,7 +88,7 @@ class Query:
         return cls(text=text, search=search or text, survey=is_survey(text),
                    specifics=frozenset(specific_terms(text)),
                    wants=frozenset(role for role, cue in _WANTS.items() if cue.search(text)),
-                   overview=bool(_OVERVIEW.search(text)))
+                   overview=bool(_OVERVIEW.search(text)), exists=bool(_EXISTS.search(text)))
 
 
 # A question or a review topic longer than this is a pasted document, not a

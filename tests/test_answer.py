@@ -118,6 +118,28 @@ def test_question_near_a_paper_that_no_entry_answers_is_declined(answer_with):
     assert "“images”" in ans.text
 
 
+@pytest.mark.parametrize("question", [
+    "Are there generative models for music, symbolic or raw audio?",
+    "Has anyone built a membership inference attack on diffusion models?",
+])
+def test_existence_question_a_near_paper_does_not_answer_is_declined(answer_with, question):
+    # The fused score keeps a paper near the topic (TIME WEAVER, diffusion for time
+    # series; a GNN explainer); the first judge reads none as answering "is there ...?".
+    ans, model = answer_with(question, "Yes, there is.")
+    assert ans.refused and model.prompts == []
+    assert "does not cover" in ans.text
+
+
+@pytest.mark.parametrize("question, word", [
+    ("Is there a paper on stealing the watermark of a language model?", "watermark"),
+    ("Is there a paper on protein docking with diffusion models?", "docking"),
+])
+def test_existence_question_the_collection_answers_is_answered(answer_with, question, word):
+    ans, _ = answer_with(question, "Nothing to check.")
+    assert not ans.refused
+    assert any(word in e.text.lower() for e in ans.cited.values())
+
+
 def notice(ans) -> str:
     """A declined answer's notice; what follows it may only be the cited abstract's
     own sentences (the nearest it reports), quoted."""

@@ -518,7 +518,8 @@ class Answerer:
             # answered by clawNOs and MoMo).
             top = kept[0][0].entry.id
             weak = q.survey and kept[0][1] < ON_TOPIC
-            if not only and (weak or not q.survey and kept[0][1] < CONFIDENT and read[top].about < ABOUT):
+            cautioned = not only and (weak or not q.survey and kept[0][1] < CONFIDENT and read[top].about < ABOUT)
+            if cautioned:
                 emit(Sentence(CAUTION, [], "uncited"))
 
             def token(tok: str) -> None:
@@ -530,11 +531,18 @@ class Answerer:
             # "Which papers ...?": which ones first, then what each says; one paper
             # found is named first only when it is not a sure match (a weak one has
             # the caution).
-            if not only and (len(kept) > 1 or q.survey and not weak and kept[0][1] < SURE):
+            # "Is there a paper on ...?" is answered by naming the paper, before its quotes.
+            if not only and (len(kept) > 1 or q.survey and not weak and kept[0][1] < SURE
+                             or q.exists and not cautioned):
                 ns = [cite(h.entry) for h, _ in kept]
                 names = [f"{strip_control(h.entry.label)[0]} [{n}]" for (h, _), n in zip(kept, ns)]
                 if q.survey:
                     emit(Sentence(_lead([(name, p) for name, (_, p) in zip(names, kept)], weak), ns, "lead"))
+                elif len(kept) == 1:
+                    # The single-paper fused score rarely reaches SURE on right answers,
+                    # so below it the paper is named without a claim that it answers.
+                    emit(Sentence(f"{names[0]} answers this." if kept[0][1] >= SURE
+                                  else f"The closest match in the collection is {names[0]}.", ns, "lead"))
                 else:
                     # A second paper nearly as sure is named before its quotes, which a
                     # reader took for the first paper's (corpus13: SimCLRv2's after DINOv2's).

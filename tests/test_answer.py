@@ -138,6 +138,9 @@ def test_existence_question_the_collection_answers_is_answered(answer_with, ques
     ans, _ = answer_with(question, "Nothing to check.")
     assert not ans.refused
     assert any(word in e.text.lower() for e in ans.cited.values())
+    # ... by naming the paper first.
+    lead = ans.sentences[0]
+    assert lead.status == "lead" and ans.cited[lead.cites[0]].label in lead.text
 
 
 def notice(ans) -> str:

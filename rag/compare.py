@@ -72,6 +72,30 @@ FINDING = re.compile(r"\b(?:we (?:show|prove|find|demonstrate|establish|observe|
                      r"suggest\w*) that|outperform\w*|achiev\w*|improv\w*|surpass\w*|reduc\w*|"
                      r"speed\w*|state-of-the-art|better|faster|fewer|lower|higher|regret|bounds?|"
                      r"converge\w*|accuracy)\b", re.I)
+# Words of a measured result: an abstract with none reports no experiment.
+MEASURED = re.compile(r"\b(?:experiment\w*|empirical\w*|evaluat\w*|benchmarks?|datasets?|"
+                      r"outperform\w*|simulations?|testbeds?)\b", re.I)
+# A position paper says so ("This position paper argues that satellite data ..."),
+# or its authors open by arguing and report no experiment ("We argue that
+# auto-regressive LLMs cannot, by themselves, do planning ..."); a method paper that
+# argues a point before its method ("We argue that modeling proteins at both residue
+# and atom levels is important ...") measures what the method does.
+_DECLARES_POSITION = re.compile(r"\b(?:position|perspective|vision) (?:paper|piece|article)\b|"
+                                r"\b(?:this|our) (?:paper|work|article) argues\b|"
+                                r"\bwe (?:present|offer|outline) (?:a|our) (?:vision|perspective)\b", re.I)
+_OWN_VOICE = re.compile(r"\b(?:we|our|this (?:paper|work|article))\b", re.I)
+_ARGUES = re.compile(r"^(?:in this \w+,\s*)?(?:we|this (?:paper|work|article))\s+(?:will\s+)?(?:also\s+)?argues?\b", re.I)
+
+
+def is_position(sentences: list[str]) -> bool:
+    """Whether an abstract is a position paper's, by how it describes itself."""
+    text = " ".join(sentences)
+    if _DECLARES_POSITION.search(text):
+        return True
+    own = next((s for s in sentences if _OWN_VOICE.search(s)), "")
+    return bool(_ARGUES.match(own.strip())) and not MEASURED.search(text)
+
+
 FIGURE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s*(?:%|x|×|times|points?|bits?|dB)?(?![A-Za-z\d])")
 # Data named ("datasets", "benchmark", "on ImageNet"), and words that only point at
 # an evaluation ("experiments", "tasks"): theory abstracts have the latter too.

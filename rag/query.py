@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import UsageError
-from .text import is_survey, specific_terms
+from .text import content_words, is_survey, specific_terms
 
 # What a question asks beyond what a paper does and found: its motivation or the
 # problem it addresses, or its code and links. Answers leave those parts out
@@ -43,6 +43,21 @@ _EXISTS = re.compile(r"^\W*(?:(?:so|and|but|also|ok|okay),?\s+)?(?:is there|are 
                      r"have (?:any|anyone)|does (?:anyone|anybody|any)|do (?:any|you have)|"
                      r"does (?:the|this|your) (?:collection|set|corpus|library)|any (?:papers?|work|research|studies|methods)\b)",
                      re.I)
+
+# "Which abstracts are position papers?", "Any opinion or perspective pieces?": papers
+# of a kind, told by how an abstract describes itself (compare.is_position), which
+# neither retrieval nor the judge reads from the question's words.
+_POSITION = re.compile(r"\b(?:position|opinion|perspective|vision|argument)(?:\s*(?:/|,|or|and)\s*"
+                       r"(?:position|opinion|perspective|vision|argument))*\s+(?:papers?|pieces?|articles?)\b", re.I)
+# Words that tell what a position paper is rather than what it is about: a question
+# with any other content word asks for a topic too ("a position paper arguing that
+# medical imaging is a modality of its own"), answered as any other question is.
+_POSITION_FRAME = frozenset("""position positions opinion opinions perspective perspectives vision
+argument arguments argue argues arguing viewpoint viewpoints stance agenda research rather new
+method methods algorithm algorithms experiment experiments theorem theorems results result
+presenting present presents introducing introduce proposing propose explicitly describe
+describes themselves call calls abstracts abstract submissions submission pieces piece articles
+article works work set collection any each one ones among here list""".split())
 
 # What a question calls a paper ("the RICE paper", "the one on ...").
 NOUN = r"(?:paper|method|work|approach|model|study|algorithm|framework|one)"
@@ -79,6 +94,7 @@ class Query:
     wants: frozenset[str] = frozenset()  # "background", "other": parts asked for
     overview: bool = False  # after a paper as a whole ("What is BiLLM?")
     exists: bool = False  # whether the collection has such a paper ("Is there work on ...?")
+    position: bool = False  # after position papers as such, whatever their topic
 
     @classmethod
     def analyse(cls, text: str, search: str | None = None) -> "Query":
@@ -88,7 +104,9 @@ class Query:
         return cls(text=text, search=search or text, survey=is_survey(text),
                    specifics=frozenset(specific_terms(text)),
                    wants=frozenset(role for role, cue in _WANTS.items() if cue.search(text)),
-                   overview=bool(_OVERVIEW.search(text)), exists=bool(_EXISTS.search(text)))
+                   overview=bool(_OVERVIEW.search(text)), exists=bool(_EXISTS.search(text)),
+                   position=bool(_POSITION.search(text))
+                   and all(p in _POSITION_FRAME for w in content_words(text) for p in w.split("-")))
 
 
 # A question or a review topic longer than this is a pasted document, not a

@@ -382,8 +382,6 @@ OTHERS = "Other papers"
 _THEORY = re.compile(r"\\mathcal\{O\}|\b(?:we (?:prove|derive|establish)|prove[sn]?\b|provabl\w*|proofs?\b|"
                      r"theorems?\b|minimax|regret bounds?|convergence rates?|"
                      r"theoretical(?:ly)? (?:guarantee|analysis|result)s?)", re.I)
-_MEASURED = re.compile(r"\b(?:experiment\w*|empirical\w*|evaluat\w*|benchmarks?|datasets?|"
-                       r"outperform\w*|simulations?|testbeds?)\b", re.I)
 
 
 def _phrase_in(phrase: tuple[str, ...], sentences: list[str]) -> bool:
@@ -473,7 +471,7 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
                             verbs=[verb for _, verb, _ in approaches]))
     # (proves, measures) per paper, read once from its whole abstract; the results
     # themselves are the bullets'.
-    kind = {r.entry.id: (bool(_THEORY.search(t)), bool(_MEASURED.search(t)))
+    kind = {r.entry.id: (bool(_THEORY.search(t)), bool(compare.MEASURED.search(t)))
             for r in rows for t in [" ".join(answerer.sentences(r.entry))]}
     proved = [r.entry for r in rows if kind[r.entry.id] == (True, False)]
     measured = [r.entry for r in rows if kind[r.entry.id] == (False, True)]

@@ -9,10 +9,12 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from rag import compare
 from rag.answer import _NAMED_KIND, Answerer, _phrases, _unseen_kinds, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
+from rag.query import Query
 from rag.verify import missing_terms
 
 from fakes import FakeModel
@@ -141,6 +143,32 @@ def test_existence_question_the_collection_answers_is_answered(answer_with, ques
     # ... by naming the paper first.
     lead = ans.sentences[0]
     assert lead.status == "lead" and ans.cited[lead.cites[0]].label in lead.text
+
+
+@pytest.mark.parametrize("question", [
+    "Are there any position papers?",
+    "Which abstracts are opinion or vision pieces arguing for a viewpoint rather than presenting a new method?",
+])
+def test_position_papers_are_told_by_how_they_describe_themselves(answer_with, question):
+    # The judge reads "position papers" against SatML's "This position paper
+    # argues ..." at 0.02-0.32, and retrieval misses LLM-Modulo ("We argue that
+    # auto-regressive LLMs cannot ... do planning"): both were declined.
+    ans, _ = answer_with(question, "Nothing to check.")
+    assert not ans.refused
+    assert sorted(e.label for e in ans.cited.values()) == ["LLM-Modulo", "Satellite data", "marginalized communities"]
+
+
+def test_a_position_paper_on_a_topic_is_asked_for_its_topic_too():
+    assert Query.analyse("Which of these are position/argument papers rather than new-method papers?").position
+    # Medical imaging is a topic: SatML argues the same of satellite data only.
+    assert not Query.analyse("Is there a position paper arguing that medical imaging data is a "
+                             "modality of its own?").position
+
+
+def test_a_method_paper_that_argues_a_point_is_no_position_paper():
+    assert compare.is_position(["We argue that LLMs cannot plan.", "We present a vision of a framework."])
+    assert not compare.is_position(["We argue that modeling atoms matters.", "We introduce a span mask.",
+                                    "Extensive experimental results show it outperforms other methods."])
 
 
 def notice(ans) -> str:

@@ -441,6 +441,15 @@ def proposal(sentence: str) -> tuple[str, str] | None:
     return verb, " ".join(ws[:PROPOSAL_WORDS]) + (" …" if len(ws) > PROPOSAL_WORDS else "")
 
 
+def _named_once(label: str, verb: str, phrase: str) -> tuple[str, str]:
+    """What a paper proposes, without its own name again: "GiLOT [1] proposes
+    “GiLOT that leverages Optimal Transport …”" becomes "GiLOT [1] leverages
+    “Optimal Transport …”", and "AnyTool [5] introduces “AnyTool, a large language
+    model agent …”" becomes "AnyTool [5] is “a large language model agent …”"."""
+    m = re.match(rf"([*_]?){re.escape(label)}\1(?:,\s+(?=(?:a|an|the)\s)|\s+(?:that|which)\s+(\w+s)\s+)", phrase)
+    return ((m.group(2) or "is"), phrase[m.end():]) if m and len(phrase[m.end():].split()) >= 2 else (verb, phrase)
+
+
 def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Relation]:
     """Two or three sentences that relate a theme's papers, all from their own words:
     what they share (the theme's name, where each paper states it outside its
@@ -463,7 +472,7 @@ def relate(theme: Theme, rows: list[compare.Row], answerer: Answerer) -> list[Re
 
     # What each proposes, as the short phrase after its verb: the bullets below
     # quote the whole sentence, and a synthesis that quoted it too only repeated them.
-    approaches = [(r.entry, *found) for r in rows
+    approaches = [(r.entry, *_named_once(strip_control(r.entry.label)[0], *found)) for r in rows
                   if _role(r, "approach", answerer) in ("contribution", "method")
                   and (found := proposal(source(r, "approach")))]
     if len(approaches) >= 2:

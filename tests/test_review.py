@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rag.answer import Answerer
 from rag.bibtex import citation_keys
 from rag.prompts import load
-from rag.review import WRITE_TRIES, group, proposal, review, themes
+from rag.review import WRITE_TRIES, _named_once, group, proposal, review, themes
 
 from fakes import FakeModel
 
@@ -75,6 +75,13 @@ def test_synthesis_names_what_each_paper_proposes_in_a_phrase_not_the_bullets_se
     assert proposal("We study the problem of pure exploration.") is None
     assert proposal("We propose to understand CLIP from the optimal transport perspective.") is None
     assert proposal("If labels are scarce, we propose a new loss.") is None
+    # The paper's own name is not said twice ("BYOL [1] introduces “BYOL, a new ...”").
+    assert _named_once("BYOL", *proposal("We introduce BYOL, a new approach to self-supervised image "
+                                         "representation learning.")) == \
+        ("is", "a new approach to self-supervised image representation learning")
+    assert _named_once("GiLOT", *proposal("This work proposes GiLOT that leverages Optimal Transport to "
+                                          "measure distributional change.")) == \
+        ("leverages", "Optimal Transport to measure distributional change")
 
 
 def test_bibtex_has_exactly_the_cited_entries_and_round_trips(answerer, tmp_path):

@@ -646,10 +646,10 @@ class Answerer:
             _QUANTITY.search(ask), _WHICH_NAME.search(ask),
             _NAMED_KIND.search(ask) or _SPECIFIC_KIND.search(ask)))
         if not absent and kind:
-            if not _names_kind(kept[0].entry.text, kind.group("kind"), question):
-                what = kind.group("kind")
+            what = kind.group("kind") or kind.group("thing")
+            if not _names_kind(kept[0].entry.text, what, question):
                 if kind.re is _SPECIFIC_KIND:
-                    return [f"which {kind.group('phrase')}"], "kind"
+                    return [f"which {kind.group('phrase') or kind.group('named')}"], "kind"
                 return [f"which {what} {'were' if what.endswith('s') else 'was'} used"], "kind"
             named = None  # the name asked for is there
         if absent or not (quantity or named):
@@ -1034,9 +1034,15 @@ _NAMED_KIND = re.compile(r"\b(?:which|what)\s+(?:(?:are|is|were|was)\s+the\s+)?"
                          r"(?P<kind>datasets?|benchmarks?|GPUs?|hardware|accelerators?)\b", re.I)
 # "Which specific watermarking schemes did they break?": names of a kind the question
 # gives, wanted as names ("state-of-the-art schemes" is no answer).
+# "Which specific explanation method does RICE use?" and "What is the name of the
+# evaluation metric TIME WEAVER introduces?" ask for one, named ("a novel evaluation
+# metric" is no answer).
 _SPECIFIC_KIND = re.compile(r"\b(?:which|what)\s+(?:specific|particular|exact)\s+"
-                            r"(?P<phrase>(?:[\w-]+\s+){0,3}?(?P<kind>[a-z]+s))\s+"
-                            r"(?:did|do|does|were|was|are|is|has|have)\b", re.I)
+                            r"(?P<phrase>(?:[\w-]+\s+){0,3}?(?P<kind>[a-z]+))\s+"
+                            r"(?:did|do|does|were|was|are|is|has|have)\b|"
+                            r"\bname of (?:the|its|their) (?P<named>(?:[a-z][\w-]*\s+){0,2}?"
+                            r"(?P<thing>metric|method|model|dataset|benchmark|algorithm|architecture|loss|"
+                            r"framework|measure|score|system|tool|technique|task)s?)\b", re.I)
 _LIST_CUES = frozenset({"including", "such", "e.g", "namely"})
 _COMPOUND = re.compile(r"(?:,\s*|\s)and (?:(?:on|in|for|by|to|with|from) )?(?:what|how|which|when|why|"
                        r"where|who|whether|does|do|did|is|are|can)\b", re.I)

@@ -227,6 +227,11 @@ def test_asking_for_specific_names_of_a_kind_needs_names_not_a_description(answe
                              "break? I need the names.", "KGW and Unigram.")
     assert ans.refused and model.prompts == []
     assert notice(ans).endswith("does not report which watermarking schemes [1].")
+    # ... and one named thing ("a novel evaluation metric" names none).
+    ans, _ = answer_with("What is the name of the evaluation metric TIME WEAVER introduces?", "J-FTSD.")
+    assert ans.refused and notice(ans).endswith("does not report which evaluation metric [1].")
+    ans, _ = answer_with("Which specific explanation method does RICE use?", "StateMask.")
+    assert ans.refused and notice(ans).endswith("does not report which explanation method [1].")
 
 
 @pytest.mark.parametrize("question, asks", [

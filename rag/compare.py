@@ -80,9 +80,9 @@ MEASURED = re.compile(r"\b(?:experiment\w*|empirical\w*|evaluat\w*|benchmarks?|d
 # auto-regressive LLMs cannot, by themselves, do planning ..."); a method paper that
 # argues a point before its method ("We argue that modeling proteins at both residue
 # and atom levels is important ...") measures what the method does.
-_DECLARES_POSITION = re.compile(r"\b(?:position|perspective|vision) (?:paper|piece|article)\b|"
+_DECLARES_POSITION = re.compile(r"\b(?:position|perspective) (?:paper|piece|article)\b|"
                                 r"\b(?:this|our) (?:paper|work|article) argues\b|"
-                                r"\bwe (?:present|offer|outline) (?:a|our) (?:vision|perspective)\b", re.I)
+                                r"\bwe (?:present|offer|outline) (?:a|our) (?:vision|perspective) (?:of|for|on)\b", re.I)
 _OWN_VOICE = re.compile(r"\b(?:we|our|this (?:paper|work|article))\b", re.I)
 _ARGUES = re.compile(r"^(?:in this \w+,\s*)?(?:we|this (?:paper|work|article))\s+(?:will\s+)?(?:also\s+)?argues?\b", re.I)
 

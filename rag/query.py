@@ -46,8 +46,9 @@ _EXISTS = re.compile(r"^\W*(?:(?:so|and|but|also|ok|okay),?\s+)?(?:is there|are 
 
 # "Which abstracts are position papers?", "Any opinion or perspective pieces?": papers
 # of a kind, told by how an abstract describes itself (compare.is_position), which
-# neither retrieval nor the judge reads from the question's words.
-_POSITION = re.compile(r"\b(?:position|opinion|perspective|vision|argument)(?:\s*(?:/|,|or|and)\s*"
+# neither retrieval nor the judge reads from the question's words. "Vision" only
+# after another of the words: "vision papers" alone are computer vision's.
+_POSITION = re.compile(r"\b(?:position|opinion|perspective|argument)(?:\s*(?:/|,|or|and)\s*"
                        r"(?:position|opinion|perspective|vision|argument))*\s+(?:papers?|pieces?|articles?)\b", re.I)
 # Words that tell what a position paper is rather than what it is about: a question
 # with any other content word asks for a topic too ("a position paper arguing that

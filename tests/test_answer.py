@@ -163,10 +163,12 @@ def test_a_position_paper_on_a_topic_is_asked_for_its_topic_too():
     # Medical imaging is a topic: SatML argues the same of satellite data only.
     assert not Query.analyse("Is there a position paper arguing that medical imaging data is a "
                              "modality of its own?").position
+    assert not Query.analyse("Any vision papers?").position  # computer vision's
 
 
 def test_a_method_paper_that_argues_a_point_is_no_position_paper():
     assert compare.is_position(["We argue that LLMs cannot plan.", "We present a vision of a framework."])
+    assert not compare.is_position(["We present a vision transformer for segmentation."])
     assert not compare.is_position(["We argue that modeling atoms matters.", "We introduce a span mask.",
                                     "Extensive experimental results show it outperforms other methods."])
 

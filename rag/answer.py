@@ -491,7 +491,13 @@ class Answerer:
             # which earthquake?" read the Tottori sentence at 0.06). So the notice
             # says no more than that, and shows the two closest sentences.
             unsaid = what == _UNSAID
+            # A paper the judge reads as not what the question is about is only the
+            # closest one: "The abstract of Earthquake transformer does not mention
+            # “LIGO”" read as if the question were about it.
+            elsewhere = not only and not q.survey and entry.id in read and read[entry.id].about < ABOUT
             emit(Sentence(f"The abstract of {name} may not answer this; its closest sentences follow" if unsaid
+                          else f"The collection does not cover this question: the closest entry, {name}, "
+                               f"does not {what}" if elsewhere
                           else f"The abstract of {name} does not {what}", [n], "verified"))
             # A notice that stands alone on the paper asked about is followed by what
             # the abstract reports closest to the question (not after an answer's

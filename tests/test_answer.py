@@ -214,7 +214,10 @@ def test_near_miss_number_is_matched_whole_and_named_with_its_unit(answer_with):
     # The BiLLM abstract has "8.41" and "1.08-bit" but no 4 on its own.
     ans, model = answer_with("How are large language models quantized to 4 bits?", "With BiLLM.")
     assert ans.refused and model.prompts == []
-    assert ans.text == "The abstract of BiLLM does not mention “4 bits” [1]."
+    # The judge reads the question as not about BiLLM (a 1-bit method): the paper is
+    # only the closest, and the notice says the collection lacks the answer.
+    assert ans.text == ("The collection does not cover this question: the closest entry, BiLLM, "
+                        "does not mention “4 bits” [1].")
 
 
 def test_near_miss_ignores_names_that_occur_only_in_a_link(answer_with):

@@ -957,10 +957,21 @@ class Answerer:
             if c not in read:
                 read[c] = self.supported([c], entry)[0]
         kept = [c for c in claims if read[c]][:most]
+        picked = self.quotes(entry, q, ranked, max(quotes, 0 if kept else 1))
+        if quotes > 0:
+            # A statement is a trimmed copy of one source sentence (supported()). It
+            # stands for the quote of that sentence when it keeps most of it (add()
+            # then drops the quote); one that keeps less of a sentence quoted anyway
+            # repeats a part of it (corpus13: "The authors demonstrate their attack
+            # on GPT-2, ..." above the quote that goes on to what the attack
+            # extracts). The judge's rating of the sentence is no test here: it put
+            # BiLLM's "BiLLM first identifies ... salient weights ..." at 0.003 for
+            # "How does BiLLM quantize ...?", where the model chose it.
+            kept = [c for c in kept
+                    if (j := self._source(entry, c)) not in picked or _overlap(sents[j], c) >= SAME_WORDS]
         if kept:  # embedded only to tell repeats apart
             for claim, vec in zip(kept, self.index.embedder.encode(kept)):
                 add(claim, vec, "verified")
-        picked = self.quotes(entry, q, ranked, max(quotes, 0 if out else 1))
         if picked:
             vecs = self.index.embedder.encode([sents[i] for i in picked])
             figures = bool(_QUANTITY.search(q.text))
@@ -975,10 +986,14 @@ class Answerer:
         # method, result).
         return sorted(out, key=lambda st: self._place(entry, st.text))
 
+    def _source(self, entry: Entry, text: str) -> int:
+        """The sentence of the entry that ``text`` (a quote or a trimmed copy) comes from."""
+        sents = self.sentences(entry)
+        return max(range(len(sents)), key=lambda j: _overlap(sents[j], text) * _overlap(text, sents[j]))
+
     def _place(self, entry: Entry, text: str) -> tuple[int, int]:
-        sents, role = self.sentences(entry), self.roles(entry)
-        i = max(range(len(sents)), key=lambda j: _overlap(sents[j], text) * _overlap(text, sents[j]))
-        return _READING_ORDER.index(role[i]), i
+        i = self._source(entry, text)
+        return _READING_ORDER.index(self.roles(entry)[i]), i
 
 
 
@@ -994,7 +1009,8 @@ _QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to",
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 
 # A sentence that points back at what the one before said.
-_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b"
+# "such models" too ("We identify that a key weakness of such models is ...").
+_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b|\bsuch (?!as\b)[a-z]+s\b"
                     r"|^(?:These|Those|They|It|Both|Such|The (?:first|second|third|former|latter)"
                     r"|As a consequence|Consequently)\b")
 _OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")

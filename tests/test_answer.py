@@ -48,6 +48,16 @@ def test_quote_that_a_statement_repeats_is_not_shown_again(answer_with):
     assert all("structurally selects salient weights" not in s.text for s in ans.sentences[1:])
 
 
+def test_statement_that_keeps_part_of_a_quoted_sentence_gives_way_to_the_quote(answer_with):
+    # A trimmed copy of the results sentence, which the answer quotes whole anyway:
+    # the statement would say again a part of what the quote says.
+    ans, _ = answer_with(BILLM_Q, "BiLLM, for the first time, achieves high-accuracy inference (e.g. 8.41 "
+                                  "perplexity on LLaMA2-70B) with only 1.08-bit weights.")
+    assert all(s.status == "quoted" for s in ans.sentences)
+    assert sum("8.41 perplexity" in s.text for s in ans.sentences) == 1
+    assert any("outperforms SOTA quantization methods" in s.text for s in ans.sentences)
+
+
 def test_claim_with_words_of_its_own_is_not_verified(answer_with):
     # Said by the default model of BiLLM, close enough in meaning to pass the cosine check.
     ans, _ = answer_with(BILLM_Q, "The answer to this question lies in the realm of quantum computing "
@@ -718,4 +728,13 @@ def test_background_is_asked_for_by_why_and_what_problem_not_by_a_topic_word():
                   "How can a model predict answers to hard discrete problems?",
                   "Does in-context learning in LLaMa work like gradient descent?"):
         assert not Query.analyse(topic).wants, topic
+
+
+def test_a_sentence_about_such_models_is_quoted_after_the_one_it_leans_on():
+    from rag.answer import _context
+    sents = ["Transformers dominate language modelling across many benchmarks.", "Many subquadratic architectures address the cost of attention on long sequences.",
+             "We identify that a key weakness of such models is their inability to reason.",
+             "Methods such as pruning help."]
+    assert _context(sents, 2) == [1]
+    assert _context(sents, 3) == []
 

@@ -124,7 +124,7 @@ def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
 
 @pytest.mark.parametrize("question, query", [
     ("Which papers use optimal transport as a core tool, and for what purpose?",
-     "use optimal transport as a core tool"),
+     "optimal transport as a core tool"),
     ("Are there any papers on bandits?", "bandits?"),
     ("papers that learn a high-level policy", "learn a high-level policy"),
     # One paper is asked for.
@@ -141,7 +141,12 @@ def test_title_words_are_searched_lexically(settings, embedder, tmp_path):
      "How does BiLLM work? What research exists on binarization?"),
     # Topic words inside the frame are kept; where to look is not searched for.
     ("What kernel methods work is in this set?", "kernel methods work ?"),
-    ("Which recent papers study bandits?", "study bandits?"),
+    ("Which recent papers study bandits?", "bandits?"),
+    # ... nor what the papers do with the topic, nor "here".
+    ("What papers here look at security or privacy vulnerabilities of ML models?",
+     "security or privacy vulnerabilities of ML models?"),
+    ("Which papers propose or analyze reinforcement learning methods?", "reinforcement learning methods?"),
+    ("Which papers prove convergence?", "prove convergence?"),
     # A tail with a topic of its own loses only its frame words.
     ("Biology: which abstracts apply ML to molecules or proteins?", "Biology: apply ML to molecules or proteins?"),
     # The topic put first.
@@ -165,7 +170,7 @@ def test_survey_frame_is_not_searched_for(question, query):
 
 def test_survey_question_finds_what_its_topic_finds(seeded_index):
     framed = seeded_index.search("Which papers study optimal transport, and what do they use it for?", 3)
-    bare = seeded_index.search("study optimal transport", 3)
+    bare = seeded_index.search("optimal transport", 3)
     assert [h.entry.id for h in framed] == [h.entry.id for h in bare]
     assert framed[0].score == pytest.approx(bare[0].score)
 

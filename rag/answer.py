@@ -1009,8 +1009,9 @@ _QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to",
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 
 # A sentence that points back at what the one before said.
-# "such models" too ("We identify that a key weakness of such models is ...").
-_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter)\b|\bsuch (?!as\b)[a-z]+s\b"
+# "such models" and "the above phenomena" too ("We identify that a key weakness of such
+# models is ...").
+_LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter|above)\b|\bsuch (?!as\b)[a-z]+s\b"
                     r"|^(?:These|Those|They|It|Both|Such|The (?:first|second|third|former|latter)"
                     r"|As a consequence|Consequently)\b")
 _OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")

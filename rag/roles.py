@@ -28,6 +28,16 @@ _TOKEN = re.compile(r"[a-z]+(?:-[a-z]+)*|\d+(?:\.\d+)?%?|[$×%]")
 _NUMBER = re.compile(r"^\d")
 _ASIDE_CUE = re.compile(r"https?://|www\.|github|\b(?:code|codes|data(?:set)?s? (?:is|are) (?:publicly )?available|"
                         r"available at|project page|website|released?|organi[sz]ed as follows)\b", re.I)
+# Where the authors look beyond what they did ("We hope our contributions can
+# inspire ...", "We expect that these advances will enable ...") or praise it
+# ("GraphCast is a key advance in ...", "This work presents a significant step
+# towards ..."): no contribution or result a question asks for; a careful reader
+# found such closing sentences quoted as the last, irrelevant quote of answers.
+_OUTLOOK = re.compile(r"^(?:(?:Finally|Overall|Ultimately|Altogether|In (?:summary|conclusion)),\s+)?"
+                      r"(?:we|this (?:work|paper|study)|our (?:work|results|findings|contributions))\s+"
+                      r"(?:\w+ly\s+)?(?:hope|expect|anticipate|envision|envisage|foresee)\b"
+                      r"|\b(?:is|represents|presents|marks|constitutes) an? (?:\w+ )?(?:significant|important|"
+                      r"major|key|crucial|promising|substantial) (?:step|advance|milestone)s?\b", re.I)
 _WE_VERB = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+)*"
                       r"(\w+?)(?:s|es|ed|d)?\b")
 
@@ -68,7 +78,8 @@ class Tagger:
     def tag(self, sentences: list[str]) -> list[str]:
         """The most probable role of each sentence, except: "other" (left out of
         answers) only for a sentence that speaks of code, data or a link, since a
-        result read as "other" would be lost; "background" from a probability of
+        result read as "other" would be lost, and always for one that looks beyond
+        the work or praises it (``_OUTLOOK``); "background" from a probability of
         :data:`BACKGROUND_AT`."""
         if not sentences:
             return []
@@ -77,7 +88,7 @@ class Tagger:
         for i, s in enumerate(sentences):
             if not _ASIDE_CUE.search(s):
                 p[i, other] = 0.0
-        out = [self.roles[j] for j in p.argmax(axis=1)]
+        out = [self.roles[j] if not _OUTLOOK.search(s) else "other" for j, s in zip(p.argmax(axis=1), sentences)]
         # Quoting background costs the reader more than leaving one out costs the answer.
         return ["background" if p[i, background] >= BACKGROUND_AT else r for i, r in enumerate(out)]
 

@@ -28,6 +28,15 @@ def test_other_needs_a_link_or_code():
     assert "other" not in got
 
 
+def test_outlook_and_praise_are_other():
+    # Closing sentences a careful reader found quoted as the last, irrelevant quote.
+    got = tagger().tag(["We propose BitSqueeze, a post-training method that binarizes salient weights.",
+                        "BitSqueeze reaches a perplexity of 8.4 on LLaMA2-70B.",
+                        "BitSqueeze is a key advance in efficient inference.",
+                        "We hope this work will help motivate a new generation of compression techniques."])
+    assert got[2:] == ["other", "other"] and "other" not in got[:2]
+
+
 def test_on_the_hand_labelled_seed_sentences():
     right = n = aside_right = aside = 0
     for line in (ROOT / "eval" / "roles.jsonl").read_text(encoding="utf-8").splitlines():

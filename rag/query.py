@@ -25,10 +25,11 @@ _WANTS = {
                              r"(?:what|which) (?:\w+ )?(?:problems?|challenges?|gaps?|issues?|difficult\w*)|"
                              r"(?:problems?|challenges?|gaps?|issues?) (?:\w+ ){0,4}?(?:address|solve|tackle|"
                              r"overcome|fill|close)\w*)\b", re.I),
-    # ... or what the authors hope or expect of it (rag/roles.py: outlook is "other").
+    # ... or what the authors hope or expect of it (rag/roles.py: outlook is "other");
+    # not "expected reward" nor "future frames", a question's topic.
     "other": re.compile(r"\b(?:code|github|repository|repo|url|link|website|project page|"
-                        r"released?|available|open[- ]source\w*|download\w*|hope\w*|expect\w*|"
-                        r"future|outlook)\b", re.I),
+                        r"released?|available|open[- ]source\w*|download\w*|hope[sd]?|hoping|"
+                        r"expects?|expecting|future (?:work|directions?|research)|outlook)\b", re.I),
 }
 # "What is BiLLM?", "What does RICE do?", "Tell me about AnyTool": the paper as a
 # whole, answered by what it contributes and then what it found.

@@ -78,9 +78,9 @@ class Tagger:
     def tag(self, sentences: list[str]) -> list[str]:
         """The most probable role of each sentence, except: "other" (left out of
         answers) only for a sentence that speaks of code, data or a link, since a
-        result read as "other" would be lost, and always for one that looks beyond
-        the work or praises it (``_OUTLOOK``); "background" from a probability of
-        :data:`BACKGROUND_AT`."""
+        result read as "other" would be lost, and for one that looks beyond the
+        work or praises it (``_OUTLOOK``); "background" from a probability of
+        :data:`BACKGROUND_AT`, which an answer leaves out as well."""
         if not sentences:
             return []
         p = self.probabilities(sentences)

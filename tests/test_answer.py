@@ -729,6 +729,16 @@ def test_background_is_asked_for_by_why_and_what_problem_not_by_a_topic_word():
         assert not Query.analyse(topic).wants, topic
 
 
+def test_outlook_is_asked_for_by_hope_and_future_work_not_by_expected_values():
+    from rag.query import Query
+
+    for asks in ("What do the authors hope their work will enable?", "What future work do they suggest?"):
+        assert Query.analyse(asks).wants == {"other"}, asks
+    for topic in ("What regret bounds hold when the expected reward decreases?",
+                  "Which models predict future frames of a video?"):
+        assert not Query.analyse(topic).wants, topic
+
+
 def test_a_sentence_about_such_models_is_quoted_after_the_one_it_leans_on():
     from rag.answer import _context
     sents = ["Transformers dominate language modelling across many benchmarks.", "Many subquadratic architectures address the cost of attention on long sequences.",

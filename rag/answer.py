@@ -1000,10 +1000,16 @@ class Answerer:
 
 # Questions after one detail of a paper, and those after a figure.
 _DETAIL = re.compile(r"\b(how (many|much|long|large|fast)|which|what (is|are) the|what \w+ (does|did|do))\b", re.I)
+# A search-box query ("Mask2Former panoptic quality (PQ) on Cityscapes"): no question
+# or request word, no question mark. Its names are what it asks for, as a detail
+# question's are.
+_KEYWORDS = re.compile(r"^(?![^?]*\?)(?!\W*(?:what|which|how|why|when|where|who|whose|does|do|did|is|are|"
+                       r"was|were|can|could|should|would|will|has|have|tell|list|show|give|find|explain|"
+                       r"describe|compare|summari[sz]e|any|i|please)\b)", re.I)
 # "How many ...?" asks for a figure; "a cap on how many it may act on" describes.
 _QUANTITY = re.compile("".join(rf"(?<!\b{p} )" for p in ("on", "of", "in", "to", "for", "about", "by", "at"))
                        + r"\bhow (many|much)\b|\b(?:what|which) (?:[\w()-]+ ){0,3}(?P<what>score|accuracy|"
-                       r"error|speedup|perplexity|pass rate|rate|percentage|value)\b", re.I)
+                       r"error|speedup|perplexity|pass rate|rate|percentage|value|size|length|ratio|cost|budget)\b", re.I)
 # A figure an abstract reports ("1.08-bit", "90%", "12 points"), not a digit inside a
 # name ("LLaMA-7B", "C4").
 _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
@@ -1126,7 +1132,7 @@ def _named_absent(question: str, entries: list[Entry], detail: bool = False) -> 
     text = _reported(entries)
     absent = [_with_unit(t, question) for t in missing_terms(question, text)]
     absent += [w for w in _unseen_kinds(question, text) if w not in absent]
-    if detail or _DETAIL.search(question):
+    if detail or _DETAIL.search(question) or _KEYWORDS.match(question):
         names = {m.group(1) for m in _PROPER.finditer(question)} - _QUESTION_WORDS
         absent += [n for n in sorted(names) if n.lower() not in text.lower() and n not in absent]
     return _phrases(absent, question)

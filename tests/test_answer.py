@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag import compare
-from rag.answer import _NAMED_KIND, Answerer, _phrases, _unseen_kinds, clean
+from rag.answer import _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _phrases, _unseen_kinds, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -747,3 +747,25 @@ def test_a_sentence_about_such_models_is_quoted_after_the_one_it_leans_on():
     assert _context(sents, 2) == [1]
     assert _context(sents, 3) == []
 
+
+
+def test_a_search_box_query_is_checked_for_the_names_it_gives(answer_with):
+    # corpus13: "Mask2Former panoptic quality (PQ) on Cityscapes" was answered with
+    # the COCO figure; a keyword query's names are what it asks for.
+    ans, model = answer_with("BiLLM perplexity on Wikitext", "It is 8.41.")
+    assert ans.refused and model.prompts == []
+    assert notice(ans) == "The abstract of BiLLM does not mention “Wikitext” [1]."
+    assert _KEYWORDS.match("BiLLM perplexity on Wikitext")
+    assert not any(_KEYWORDS.match(q) for q in ("What does BiLLM do on Wikitext?", "BiLLM on Wikitext?",
+                                                  "Tell me about BiLLM and Wikitext"))
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("What local attention window size does Longformer use?", "size"),
+    ("Which context length was used for pretraining?", "length"),
+    ("What compression ratio does it reach?", "ratio"),
+    ("What does the window do?", None),
+])
+def test_sizes_lengths_and_ratios_are_figures_asked_for(question, asks):
+    m = _QUANTITY.search(question)
+    assert (m and m.group("what")) == asks

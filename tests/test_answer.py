@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag import compare
-from rag.answer import _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _phrases, _unseen_kinds, clean
+from rag.answer import _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _parts, _phrases, _unseen_kinds, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -769,3 +769,26 @@ def test_a_search_box_query_is_checked_for_the_names_it_gives(answer_with):
 def test_sizes_lengths_and_ratios_are_figures_asked_for(question, asks):
     m = _QUANTITY.search(question)
     assert (m and m.group("what")) == asks
+
+
+def test_a_question_after_a_description_is_answered_by_what_its_last_sentence_asks(answer_with):
+    # Read whole, the judge ranks the sentences matching the description first, and the
+    # guarantee asked for was not quoted at all.
+    ans, _ = answer_with("I read about an RL agent that gets unstuck by restarting episodes from a mix of "
+                         "default starting states and critical states an explanation method identifies. "
+                         "Does it come with any guarantee?", "Nothing to check.")
+    assert "tighter sub-optimality bound" in ans.sentences[0].text
+    # ... unless the judge reads no sentence as answering that sentence alone.
+    ans, _ = answer_with("There was a paper where a segmentation foundation model trained on natural photos "
+                         "is tuned for medical images with a learnable prompt. How are the few labelled "
+                         "images used?", "Nothing to check.")
+    assert "two separate subsets" in ans.sentences[0].text
+
+
+def test_a_compound_question_asks_one_thing_per_part():
+    assert _parts("Is there evidence that bigger models first hurt, and that more data can make things "
+                  "worse?") == ["Is there evidence that bigger models first hurt", "that more data can make "
+                                "things worse?"]
+    assert _parts("I half-remember a paper on grokking. What did it find about data?") == [
+        "What did it find about data?"]
+    assert _parts("How does BiLLM work?") == ["How does BiLLM work?"]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag import compare
-from rag.answer import _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _parts, _phrases, _unseen_kinds, clean
+from rag.answer import _HOW, _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _parts, _phrases, _unseen_kinds, clean
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -792,3 +792,9 @@ def test_a_compound_question_asks_one_thing_per_part():
     assert _parts("I half-remember a paper on grokking. What did it find about data?") == [
         "What did it find about data?"]
     assert _parts("How does BiLLM work?") == ["How does BiLLM work?"]
+
+
+def test_a_how_question_is_answered_first_by_the_sentence_that_introduces_the_method(answer_with):
+    ans, _ = answer_with("How does BLO-SAM adapt SAM to medical images without overfitting?", "Nothing to check.")
+    assert ans.sentences[0].text.startswith("To overcome these limitations, we introduce BLO-SAM")
+    assert _HOW.match("How can one compress LLMs?") and not _HOW.match("How many bits does BiLLM use?")

@@ -918,13 +918,19 @@ class Answerer:
             # last picks they lost more answer facts than they brought (seed sets
             # 0.741 -> 0.738).
             # Not where the judge reads none as answering the part alone ("How are
-            # the few labelled images used?" wants the description it follows).
+            # the few labelled images used?" wants the description it follows), nor
+            # where it reads them all alike ("Is there something simple?": 0.42-0.68);
+            # for a part after a figure, one that gives a figure ("How many
+            # structures does the Atlas contain": not "we present the Atlas").
             judge = self.reader(QUESTION, q.text)
             lead = []
             for part in parts:
                 part_fit = judge.sentences(part, self._name(entry), sents)
-                best = max(ranked, key=lambda i: part_fit[i])
-                lead += [best] if part_fit[best] >= ANSWERING and best not in lead else []
+                pool = [i for i in ranked if not _QUANTITY.search(part) or _FIGURE.search(sents[i])] or ranked
+                best = max(pool, key=lambda i: part_fit[i])
+                if (part_fit[best] >= max(ANSWERING, 2 * float(np.median(part_fit[ranked])))
+                        and best not in lead):
+                    lead.append(best)
             most += any(i not in picked for i in lead)
             picked = lead + [i for i in picked if i not in lead][:max(0, most - len(lead))]
         # A sentence that leans on the ones before ("The first is to align ...", "It
@@ -1014,7 +1020,9 @@ class Answerer:
             for i, vec in zip(picked, vecs):
                 # Verbatim, unless far longer than a sentence should be: then the
                 # clauses that answer the question, "…" where some were left out.
-                add(compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=figures), vec, "quoted")
+                text = compare.excerpt(sents[i], q.text, QUOTE_WORDS, figures=figures)
+                # "To address this, we propose ..." points at a sentence not shown.
+                add(text if i - 1 in picked[:picked.index(i)] else without_lead_in(text), vec, "quoted")
         if not (q.overview or q.survey):
             return out  # the answer to the question first
         # About the paper as a whole: statements are the source's words, trimmed, and
@@ -1056,6 +1064,22 @@ _FIGURE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?![A-Za-z\d])")
 _LEANS = re.compile(r"\b(?:the|these|those) (?:two|three|former|latter|above)\b|\bsuch (?!as\b)[a-z]+s\b"
                     r"|^(?:These|Those|They|It|Both|Such|The (?:first|second|third|former|latter)"
                     r"|As a consequence|Consequently)\b")
+# A lead-in that points back at what the sentence before stated: "To address this
+# gap, ", "To this end, ", "To overcome these limitations, ", "Building on this, ".
+_PURPOSE = re.compile(r"(?:To (?:address|tackle|overcome|solve|fill|bridge|close|remedy|mitigate|alleviate|"
+                      r"resolve|handle|fix) (?:this|these|that|those|such|the (?:above|aforementioned))\b"
+                      r"[^,.;]{0,60}|To this end|In response(?: to (?:this|these)[^,.;]{0,40})?|"
+                      r"(?:Motivated by|Building on|Based on|Inspired by) (?:this|these|that|those)\b[^,.;]{0,40}),"
+                      r"\s+(?=[a-z])")
+
+
+def without_lead_in(quote: str) -> str:
+    """A quote without a lead-in that points at the sentence before ("To address this
+    gap, we propose ..." -> "… we propose ..."), for a quote shown without that sentence."""
+    m = _PURPOSE.match(quote)
+    return "… " + quote[m.end():] if m else quote
+
+
 _OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")
 _WE = re.compile(r"\b(?:we|our)\b", re.I)
 

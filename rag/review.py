@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import compare
-from .answer import QUOTE_WORDS, REFUSE_BELOW, SAME_WORDS, Answerer, Sentence, _overlap
+from .answer import QUOTE_WORDS, REFUSE_BELOW, SAME_WORDS, Answerer, Sentence, _overlap, without_lead_in
 from .judge import QUESTION
 from .bibtex import citation_keys, to_bibtex
 from .lexical import terms
@@ -368,7 +368,7 @@ def statements(said: list[Sentence], row: compare.Row, sentences: list[str], n: 
     for col in parts:
         if col not in row.sources:
             continue
-        text = compare.cut(sentences[row.sources[col]], QUOTE_WORDS)
+        text = without_lead_in(compare.cut(sentences[row.sources[col]], QUOTE_WORDS))
         if not any(_overlap(text, s.text) >= SAME_WORDS for s in out):
             out.append(Sentence(text, [n], "quoted"))
     return out

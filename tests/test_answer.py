@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag import compare
-from rag.answer import _HOW, _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _parts, _phrases, _unseen_kinds, clean
+from rag.answer import _HOW, _KEYWORDS, _NAMED_KIND, _QUANTITY, Answerer, _parts, _phrases, _unseen_kinds, clean, without_lead_in
 from rag.errors import ModelError, PromptError
 from rag.llm import LlamaCppModel, check_gguf
 from rag.prompts import load
@@ -76,7 +76,8 @@ def test_invented_number_is_replaced_by_a_quote(answer_with):
     texts = " ".join(s.text for s in ans.sentences)
     assert "3.2" not in texts and "WikiText" not in texts
     assert ans.sentences and all(s.status == "quoted" for s in ans.sentences if s.cites == [1])
-    assert all(s.text in ans.cited[1].text for s in ans.sentences if s.status == "quoted")
+    # Quotes are the source's words ("… " where a lead-in was left out).
+    assert all(s.text.removeprefix("… ") in ans.cited[1].text for s in ans.sentences if s.status == "quoted")
 
 
 def test_empty_shell_and_question_restatement_are_not_answers(answer_with):
@@ -796,5 +797,14 @@ def test_a_compound_question_asks_one_thing_per_part():
 
 def test_a_how_question_is_answered_first_by_the_sentence_that_introduces_the_method(answer_with):
     ans, _ = answer_with("How does BLO-SAM adapt SAM to medical images without overfitting?", "Nothing to check.")
-    assert ans.sentences[0].text.startswith("To overcome these limitations, we introduce BLO-SAM")
+    # ... without the lead-in that points at limitations not quoted.
+    assert ans.sentences[0].text.startswith("… we introduce BLO-SAM, which finetunes SAM")
     assert _HOW.match("How can one compress LLMs?") and not _HOW.match("How many bits does BiLLM use?")
+
+
+def test_a_lead_in_pointing_at_the_sentence_before_is_left_out_of_a_quote():
+    assert without_lead_in("To address this gap, we propose X.") == "… we propose X."
+    assert without_lead_in("To this end, we design Y.") == "… we design Y."
+    assert without_lead_in("Building on this, we present the Atlas.") == "… we present the Atlas."
+    # Not one that says what it does: "To address long inputs, ..." stands alone.
+    assert without_lead_in("To address long inputs, we chunk them.") == "To address long inputs, we chunk them."

@@ -2,6 +2,8 @@
 background or links that the question did not ask for.
 
     python bench/composition.py [FILE ...]        # default: every eval/*.jsonl question set
+    python bench/composition.py --quotes-only    # no chat model: what is quoted (~3 min)
+    cd eval/corpus13 && python ../../bench/composition.py --quotes-only --data-dir D holdout13.jsonl
 
 Runs every single-paper question (direct and paraphrased) of the given question
 sets through ``Answerer.ask`` on the seeds with the default model, then:
@@ -41,7 +43,7 @@ ASIDE = {"background", "other"}
 def role_of(quote: str, roles: dict[str, str]) -> str | None:
     """The role of the sentence a quote was cut from (quotes may drop an opener
     like "In this work," and end in "…")."""
-    core = quote.rstrip(" …")
+    core = quote.strip(" …")
     core = core[:1].lower() + core[1:]
     found = [r for s, r in roles.items() if core.lower() in s.lower()]
     return found[0] if found else None
@@ -59,12 +61,16 @@ def tagger_accuracy() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--quotes-only", action="store_true",
+                    help="a model that writes nothing: what the pipeline quotes, in a few minutes")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="an index already built (a corpus of eval/corpusN), instead of the seeds")
     args = ap.parse_args()
     files = args.files or sorted(p for p in (_util.ROOT / "eval").glob("*.jsonl")
                                  if p.name.startswith(("questions", "holdout")))
-    index = Index(Settings(data_dir=Path(tempfile.mkdtemp(prefix="rag-bench-"))))
+    index = Index(Settings(data_dir=args.data_dir or Path(tempfile.mkdtemp(prefix="rag-bench-"))))
     index.ensure_ingested()
-    answerer = Answerer(index, load_model(), load())
+    answerer = Answerer(index, _util.Silent() if args.quotes_only else load_model(), load())
     roles = _util.gold_roles()
     facts: dict[str, list[float]] = defaultdict(list)
     quotes: dict[str, int] = defaultdict(int)

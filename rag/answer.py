@@ -818,6 +818,11 @@ class Answerer:
             return []
         picked: list[int] = []
         sents, fit, role = self.sentences(entry), self.fit(q.text, entry), self.roles(entry)
+        # Sentences that stand alone, in the abstract's order, and those of them that
+        # say what the paper contributes, but not the question a paper sets itself
+        # ("we question if self-supervised learning provides new properties to ViT").
+        alone = [i for i in sorted(ranked) if not _LEANS.search(sents[i])]
+        own = [i for i in alone if role[i] == "contribution" and not compare.ASKING.search(sents[i])]
         if q.overview and most > 1:
             # The research table's approach and result (rag/compare.py, by roles and
             # words): against a reader's cells on the seeds, 68% and 91% right, where
@@ -835,9 +840,7 @@ class Answerer:
             # Nor the question a paper sets itself ("we question if self-supervised
             # learning provides new properties to ViT"): DINO's contribution is the
             # method it then builds.
-            alone = [i for i in sorted(ranked) if not _LEANS.search(sents[i])]
-            picked += ([i for i in alone if role[i] == "contribution" and not compare.ASKING.search(sents[i])]
-                       or [i for i in alone if role[i] != "background" and _OWN.match(sents[i])])[:1]
+            picked += (own or [i for i in alone if role[i] != "background" and _OWN.match(sents[i])])[:1]
             if q.survey:
                 # ... and the sentence that holds what the question names (a metric, a
                 # dataset: "Which papers report FID results on CIFAR-10?"), wherever
@@ -893,19 +896,15 @@ class Answerer:
             picked = lead + [i for i in picked if i not in lead][:most - len(lead)]
         if _HOW.search(q.text) and not (q.overview or q.survey):
             # "How does FlashAttention get a real wall-clock speedup ...?" asks how it
-            # works, which its first contribution sentence says ("an IO-aware exact
-            # attention algorithm that uses tiling ..."): the judge read it at 0.04 and
-            # quoted the speedups, the motivation and an analysis. It goes first, as
-            # one quote more where the judge did not pick it. Answer facts quoted on single-paper questions: seed sets
-            # 0.744 -> 0.753, corpus13 0.833 -> 0.875 (in place of the judge's last
-            # pick, the seed sets' first contribution: 0.744 -> 0.744).
-            # The one that introduces the method, where one does ("We argue that a
-            # missing principle is ..." comes before "We propose FlashAttention, ...").
-            own = [i for i in sorted(ranked) if role[i] == "contribution" and not _LEANS.search(sents[i])
-                   and not compare.ASKING.search(sents[i])]
-            own = ([i for i in own if compare.INTRODUCES.search(sents[i])] or own)[:1]
-            most += bool(own) and own[0] not in picked
-            picked = own + [i for i in picked if i not in own][:most - len(own)]
+            # works, which the contribution sentence that introduces the method says
+            # ("an IO-aware exact attention algorithm that uses tiling ...", not the
+            # "We argue that a missing principle is ..." before it): the judge read it
+            # at 0.04 and quoted the speedups, the motivation and an analysis. Answer
+            # facts quoted on single-paper questions: seed sets 0.744 -> 0.753,
+            # corpus13 0.833 -> 0.875 (in place of the judge's last pick, with the
+            # first contribution: 0.744 -> 0.744).
+            picked, most = _first(([i for i in own if compare.INTRODUCES.search(sents[i])] or own)[:1],
+                                  picked, most)
         parts = _parts(q.text)
         if not (q.overview or q.survey) and parts != [q.text]:
             # "I half-remember a paper where ... . What did it find about how much
@@ -913,10 +912,9 @@ class Answerer:
             # that match the description first; what answers is the best for the
             # sentence that asks, and for each thing a compound question asks ("...
             # first hurt and then help test error, and that adding more training
-            # examples can ... make things worse"). Those go first, one more quote
-            # where none of the judge's picks was one: in place of the judge's
-            # last picks they lost more answer facts than they brought (seed sets
-            # 0.741 -> 0.738).
+            # examples can ... make things worse"). Those go first (_first): in place
+            # of the judge's last picks they lost more answer facts than they brought
+            # (seed sets 0.741 -> 0.738).
             # Not where the judge reads none as answering the part alone ("How are
             # the few labelled images used?" wants the description it follows), nor
             # where it reads them all alike ("Is there something simple?": 0.42-0.68);
@@ -931,8 +929,7 @@ class Answerer:
                 if (part_fit[best] >= max(ANSWERING, 2 * float(np.median(part_fit[ranked])))
                         and best not in lead):
                     lead.append(best)
-            most += any(i not in picked for i in lead)
-            picked = lead + [i for i in picked if i not in lead][:max(0, most - len(lead))]
+            picked, most = _first(lead, picked, most)
         # A sentence that leans on the ones before ("The first is to align ...", "It
         # achieves ...") is quoted after them, back to one that stands alone; past the
         # first pick, not one that goes on from background without the authors
@@ -1082,6 +1079,13 @@ def without_lead_in(quote: str) -> str:
 
 _OWN = re.compile(r"(?:We|Our|This (?:paper|work|study))\b")
 _WE = re.compile(r"\b(?:we|our)\b", re.I)
+
+
+def _first(lead: list[int], picked: list[int], most: int) -> tuple[list[int], int]:
+    """``lead`` before the rest of ``picked``, and how many to quote: one more where
+    the judge had not picked it."""
+    most += any(i not in picked for i in lead)
+    return lead + [i for i in picked if i not in lead][:max(0, most - len(lead))], most
 
 
 def _context(sents: list[str], i: int, most: int = 2) -> list[int]:
